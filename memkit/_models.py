@@ -1,0 +1,105 @@
+"""Public result models. ``model_dump(mode="json")`` gives the JSON shape."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MemoryItem(_Model):
+    """One stored memory."""
+
+    id: str
+    memory: str
+    hash: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    score: float | None = None
+
+
+class MemoryEvent(_Model):
+    """What one add did to one memory."""
+
+    id: str
+    event: Event
+    memory: str
+    old_memory: str | None = None
+    new_memory: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class OperationError(_Model):
+    """An operation that was not applied, and why."""
+
+    stage: Literal["extraction", "decision", "validation", "apply"]
+    message: str
+    operation: dict[str, Any] | None = None
+
+
+class Usage(_Model):
+    """LLM usage of one call to ``add``."""
+
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+
+    def plus(self, other: Usage) -> Usage:
+        cost: float | None
+        if self.llm_calls == 0:
+            cost = other.cost_usd
+        elif other.llm_calls == 0:
+            cost = self.cost_usd
+        elif self.cost_usd is None or other.cost_usd is None:
+            cost = None
+        else:
+            cost = self.cost_usd + other.cost_usd
+        return Usage(
+            llm_calls=self.llm_calls + other.llm_calls,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=cost,
+        )
+
+
+class AddResult(_Model):
+    """The outcome of ``Memory.add``."""
+
+    results: list[MemoryEvent] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    errors: list[OperationError] = Field(default_factory=list)
+
+
+class SearchResult(_Model):
+    """Memories, best first (search) or in store order (get_all)."""
+
+    results: list[MemoryItem] = Field(default_factory=list)
+
+
+class HistoryRecord(_Model):
+    """One change to one memory."""
+
+    id: str
+    memory_id: str
+    event: Event
+    old_value: str | None = None
+    new_value: str | None = None
+    timestamp: datetime
+    is_deleted: bool = False
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    actor_id: str | None = None
+    role: str | None = None

@@ -1,0 +1,41 @@
+"""Where every change to every memory is recorded."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import abstractmethod
+from collections.abc import Sequence
+
+from memkit._models import HistoryRecord
+from memkit.stores.base import HistoryLike
+
+
+class HistoryStore(HistoryLike):
+    """An append-only log of :class:`~memkit.HistoryRecord`, read per memory, oldest first."""
+
+    @abstractmethod
+    def add(self, records: Sequence[HistoryRecord]) -> None:
+        """Append records (in order)."""
+
+    @abstractmethod
+    def get(self, memory_id: str) -> list[HistoryRecord]:
+        """A memory's records, oldest first (ties broken by insertion order)."""
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Delete every record."""
+
+    def close(self) -> None:  # noqa: B027 - optional
+        """Release resources. Idempotent."""
+
+    async def aadd(self, records: Sequence[HistoryRecord]) -> None:
+        await asyncio.to_thread(self.add, records)
+
+    async def aget(self, memory_id: str) -> list[HistoryRecord]:
+        return await asyncio.to_thread(self.get, memory_id)
+
+    async def areset(self) -> None:
+        await asyncio.to_thread(self.reset)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)

@@ -1,0 +1,103 @@
+"""In-process store: the reference implementation (filters by the reference evaluator)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from memkit._errors import ConfigError, VectorStoreError
+from memkit._filters import Filter, matches
+from memkit.stores.base import Hit, Record, Vector, VectorStore, cosine_to_score
+
+
+class InMemoryStore(VectorStore):
+    """Records in a dict; brute-force cosine search. Nothing persists."""
+
+    provider = "memory"
+
+    def __init__(self, collection_name: str = "memkit") -> None:
+        super().__init__()
+        self.collection_name = collection_name
+        self._records: dict[str, Record] = {}
+        self._dimension: int | None = None
+        self._model: str | None = None
+        self._lock = threading.RLock()
+
+    def open(self, dimension: int, model: str) -> None:
+        with self._lock:
+            if self._dimension is not None and (self._dimension, self._model) != (dimension, model):
+                raise ConfigError(
+                    f"collection {self.collection_name!r} holds {self._dimension}-dimensional vectors "
+                    f"of {self._model!r}; got {dimension}-dimensional vectors of {model!r}"
+                )
+            self._dimension, self._model = dimension, model
+
+    def reset(self) -> None:
+        with self._lock:
+            self._records.clear()
+
+    def _check(self, vector: Vector | None) -> None:
+        if vector is not None and self._dimension is not None and vector.shape != (self._dimension,):
+            raise VectorStoreError(
+                f"vector has shape {vector.shape}, the collection holds {self._dimension} dimensions"
+            )
+
+    def insert(self, records: Sequence[Record]) -> None:
+        with self._lock:
+            for record in records:
+                if record.vector is None:
+                    raise VectorStoreError(f"record {record.id} has no vector")
+                self._check(record.vector)
+            for record in records:
+                self._records[record.id] = replace(record, metadata=dict(record.metadata))
+
+    def update(self, record: Record) -> None:
+        with self._lock:
+            old = self._records.get(record.id)
+            if old is None:
+                raise VectorStoreError(f"no record {record.id} to update")
+            self._check(record.vector)
+            vector = record.vector if record.vector is not None else old.vector
+            self._records[record.id] = replace(record, metadata=dict(record.metadata), vector=vector)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        with self._lock:
+            for id in ids:
+                self._records.pop(id, None)
+
+    def get(self, id: str) -> Record | None:
+        with self._lock:
+            record = self._records.get(id)
+            return None if record is None else replace(record, vector=None)
+
+    def _matching(self, filter: Filter | None) -> list[Record]:
+        with self._lock:
+            return [r for r in self._records.values() if matches(filter, r.lookup)]
+
+    def search(self, vector: Vector, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+        self._check(vector)
+        candidates = self._matching(filter)
+        if not candidates:
+            return []
+        matrix = np.stack([r.vector for r in candidates if r.vector is not None])
+        sims = matrix @ vector
+        order = np.argsort(-sims, kind="stable")[:limit]
+        return [
+            Hit(replace(candidates[i], vector=None), cosine_to_score(float(sims[i]))) for i in order
+        ]
+
+    def list(
+        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+    ) -> tuple[list[Record], str | None]:
+        rows = sorted(
+            (r for r in self._matching(filter) if cursor is None or r.id > cursor),
+            key=lambda r: r.id,
+        )
+        page = [replace(r, vector=None) for r in rows[:limit]]
+        return page, (page[-1].id if len(rows) > limit else None)
+
+    def count(self, filter: Filter | None = None) -> int:
+        return len(self._matching(filter))
