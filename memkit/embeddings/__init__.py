@@ -1,0 +1,10 @@
+"""Embedders. ``PROVIDERS`` maps a config provider name to its class, loaded lazily."""
+
+from memkit.embeddings.base import Embedder
+
+PROVIDERS: dict[str, str] = {
+    "local": "memkit.embeddings.local:LocalEmbedder",
+    "litellm": "memkit.embeddings.litellm:LiteLLMEmbedder",
+}
+
+__all__ = ["PROVIDERS", "Embedder"]

@@ -1,0 +1,13 @@
+"""Vector stores. ``PROVIDERS`` maps a config provider name to its class, loaded lazily."""
+
+from memkit.stores.base import Hit, Record, VectorStore, WriteBatch
+
+PROVIDERS: dict[str, str] = {
+    "memory": "memkit.stores.memory:InMemoryStore",
+    "sqlite": "memkit.stores.sqlite:SQLiteStore",
+    "qdrant": "memkit.stores.qdrant:QdrantStore",
+    "chroma": "memkit.stores.chroma:ChromaStore",
+    "pgvector": "memkit.stores.pgvector:PgVectorStore",
+}
+
+__all__ = ["PROVIDERS", "Hit", "Record", "VectorStore", "WriteBatch"]

@@ -1,0 +1,1 @@
+"""memkit: long-term memory for AI agents."""
