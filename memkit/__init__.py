@@ -1,1 +1,69 @@
-"""memkit: long-term memory for AI agents."""
+"""memkit: long-term memory for AI agents.
+
+An LLM curates the memory: it extracts facts from conversations and decides,
+against what is stored, whether to add, update or delete. ``Memory`` and
+``AsyncMemory`` run that pipeline over pluggable vector stores.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from memkit._errors import (
+    ConfigError,
+    EmbeddingError,
+    FilterError,
+    LLMError,
+    MemkitError,
+    NotFoundError,
+    ScopeError,
+    VectorStoreError,
+)
+
+if TYPE_CHECKING:
+    from memkit._config import MemoryConfig
+    from memkit._filters import And, Condition, Filter, Not, Or, parse_filter
+    from memkit._memory import AsyncMemory, Memory
+    from memkit._models import (
+        AddResult,
+        HistoryRecord,
+        MemoryEvent,
+        MemoryItem,
+        OperationError,
+        SearchResult,
+        Usage,
+    )
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Memory": "memkit._memory", "AsyncMemory": "memkit._memory",
+    "MemoryConfig": "memkit._config",
+    "AddResult": "memkit._models", "HistoryRecord": "memkit._models",
+    "MemoryEvent": "memkit._models", "MemoryItem": "memkit._models",
+    "OperationError": "memkit._models", "SearchResult": "memkit._models", "Usage": "memkit._models",
+    "And": "memkit._filters", "Condition": "memkit._filters", "Filter": "memkit._filters",
+    "Not": "memkit._filters", "Or": "memkit._filters", "parse_filter": "memkit._filters",
+}
+
+__all__ = [
+    "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "EmbeddingError", "Filter",
+    "FilterError", "HistoryRecord", "LLMError", "MemkitError", "Memory", "MemoryConfig",
+    "MemoryEvent", "MemoryItem", "Not", "NotFoundError", "OperationError", "Or", "ScopeError",
+    "SearchResult", "Usage", "VectorStoreError", "__version__", "parse_filter",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memkit' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,77 @@
+"""Configuration: every part is ``{provider, config}``; components passed in override it."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LLMConfig(_Section):
+    """``provider="litellm"``; ``config``: model (any litellm model string), api_key,
+    api_base, temperature, max_tokens, and other litellm keyword arguments."""
+
+    provider: str = "litellm"
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class EmbedderConfig(_Section):
+    """``provider="local"`` (offline all-MiniLM-L6-v2) or ``"litellm"``."""
+
+    provider: str = "local"
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class VectorStoreConfig(_Section):
+    """``provider``: sqlite (default), memory, qdrant, chroma or pgvector."""
+
+    provider: str = "sqlite"
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class HistoryConfig(_Section):
+    """Where history is kept when the vector store is not sqlite (sqlite keeps it in its file)."""
+
+    provider: str = "sqlite"
+    db_path: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class CustomPrompts(_Section):
+    fact_extraction: str | None = None
+    update_decision: str | None = None
+
+
+class SearchConfig(_Section):
+    mode: Literal["hybrid", "vector", "keyword"] | None = None
+    vector_weight: float = Field(0.7, ge=0)
+    keyword_weight: float = Field(0.3, ge=0)
+    candidates: int = Field(50, ge=1)
+
+
+class MemoryConfig(_Section):
+    """All of memkit's configuration; every field has an offline default."""
+
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    vector_store: VectorStoreConfig = Field(default_factory=VectorStoreConfig)
+    history: HistoryConfig = Field(default_factory=HistoryConfig)
+    custom_prompts: CustomPrompts = Field(default_factory=CustomPrompts)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    graph_store: dict[str, Any] | None = None  # reserved
+    candidates_per_fact: int = Field(5, ge=1, le=50)
+
+    @field_validator("llm", "embedder", "vector_store", mode="before")
+    @classmethod
+    def _provider_string(cls, value: Any) -> Any:
+        return {"provider": value} if isinstance(value, str) else value
+
+
+def default_llm_config() -> dict[str, Any]:
+    """The litellm model: ``MEMKIT_LLM_MODEL`` or gpt-4o-mini."""
+    return {"model": os.environ.get("MEMKIT_LLM_MODEL", "gpt-4o-mini")}

@@ -1,0 +1,288 @@
+"""``Memory`` and ``AsyncMemory``: two thin shells over the same flows."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Coroutine
+from datetime import datetime
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from memkit._config import MemoryConfig, default_llm_config
+from memkit._errors import ConfigError
+from memkit._filters import all_of, parse_filter
+from memkit._imports import load_object
+from memkit._models import AddResult, HistoryRecord, MemoryItem, SearchResult
+from memkit._pipeline.add import AddRequest, add_flow
+from memkit._pipeline.crud import (
+    SearchMode,
+    SearchSettings,
+    delete_all_flow,
+    delete_flow,
+    get_all_flow,
+    get_flow,
+    history_flow,
+    reset_flow,
+    search_flow,
+    update_flow,
+)
+from memkit._pipeline.effects import Flow
+from memkit._pipeline.inputs import Scope, limit_of, messages_of, metadata_of
+from memkit._pipeline.runtime import Runtime
+from memkit._time import to_iso, utcnow
+from memkit.embeddings import PROVIDERS as EMBEDDERS
+from memkit.embeddings.base import Embedder
+from memkit.history import PROVIDERS as HISTORIES
+from memkit.history.base import HistoryStore
+from memkit.llms import PROVIDERS as LLMS
+from memkit.llms.base import LLM
+from memkit.stores import PROVIDERS as STORES
+from memkit.stores.base import VectorStore
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+Timestamp = datetime | str | int | float
+
+
+def _build(kind: str, registry: dict[str, str], provider: str, options: dict[str, Any]) -> Any:
+    if provider not in registry:
+        raise ConfigError(f"unknown {kind} provider {provider!r}; choose one of {sorted(registry)}")
+    cls = load_object(registry[provider])
+    try:
+        return cls(**options)
+    except TypeError as exc:
+        raise ConfigError(f"invalid {kind} config for {provider!r}: {exc}") from exc
+
+
+class _Flows:
+    """The public operations, each returning a flow; the shells run them."""
+
+    config: MemoryConfig
+    _runtime: Runtime
+
+    def __init__(
+        self,
+        config: MemoryConfig | dict[str, Any] | None = None,
+        *,
+        llm: LLM | None = None,
+        embedder: Embedder | None = None,
+        vector_store: VectorStore | None = None,
+        history: HistoryStore | None = None,
+    ) -> None:
+        cfg = config if isinstance(config, MemoryConfig) else MemoryConfig.model_validate(config or {})
+        self.config = cfg
+        if llm is None:
+            llm = _build("llm", LLMS, cfg.llm.provider, {**default_llm_config(), **cfg.llm.config})
+        if embedder is None:
+            embedder = _build("embedder", EMBEDDERS, cfg.embedder.provider, cfg.embedder.config)
+        if vector_store is None:
+            vector_store = _build("vector store", STORES, cfg.vector_store.provider,
+                                  cfg.vector_store.config)
+        if history is None:
+            history = self._default_history(cfg, vector_store)
+        self._runtime = Runtime(llm, embedder, vector_store, history)
+        self._search = SearchSettings(cfg.search.mode, cfg.search.vector_weight,
+                                      cfg.search.keyword_weight, cfg.search.candidates)
+
+    @staticmethod
+    def _default_history(cfg: MemoryConfig, store: VectorStore) -> HistoryStore:
+        shared = getattr(store, "history", None)
+        if cfg.history.db_path is None and cfg.history.provider == "sqlite" and callable(shared):
+            return shared()  # type: ignore[no-any-return]
+        options = dict(cfg.history.config)
+        if cfg.history.provider == "sqlite":
+            default = ":memory:" if store.provider == "memory" else "~/.memkit/history.db"
+            options.setdefault("db_path", cfg.history.db_path or default)
+        return _build("history", HISTORIES, cfg.history.provider, options)  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_config(cls: type[T], config_dict: dict[str, Any], **components: Any) -> T:
+        """Build from a config dict; components (llm=, embedder=, ...) override it."""
+        return cls(MemoryConfig.model_validate(config_dict), **components)
+
+    @property
+    def vector_store(self) -> VectorStore:
+        return self._runtime.store
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._runtime.embedder
+
+    @property
+    def llm(self) -> LLM:
+        return self._runtime.llm
+
+    def add(
+        self,
+        messages: str | dict[str, Any] | list[dict[str, Any]],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        filters: dict[str, Any] | None = None,
+        prompt: str | None = None,
+        infer: bool = True,
+        timestamp: Timestamp | None = None,
+    ) -> Flow[AddResult]:
+        """Remember a conversation. With ``infer=True`` an LLM extracts facts and decides,
+        against what the scope already holds, whether to ADD, UPDATE, DELETE or do nothing;
+        with ``infer=False`` each message is stored as it is."""
+        prompts = self.config.custom_prompts
+        request = AddRequest(
+            messages=messages_of(messages),
+            scope=Scope.of(user_id, agent_id, run_id),
+            metadata=metadata_of(metadata),
+            filters=parse_filter(filters),
+            prompt=prompt,
+            infer=bool(infer),
+            timestamp=to_iso(timestamp if timestamp is not None else utcnow()),
+            extraction_prompt=prompts.fact_extraction,
+            decision_prompt=prompts.update_decision,
+            candidates_per_fact=self.config.candidates_per_fact,
+        )
+        return add_flow(request)
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        filters: dict[str, Any] | None = None,
+        threshold: float | None = None,
+        mode: SearchMode | None = None,
+    ) -> Flow[SearchResult]:
+        """Memories of the scope most relevant to ``query``, highest score first.
+
+        ``mode`` is "hybrid" (default where the store has keyword search), "vector" or
+        "keyword"; ``threshold`` drops results scoring below it."""
+        scope = Scope.of(user_id, agent_id, run_id)
+        return search_flow(query, all_of(scope.filter(), parse_filter(filters)), limit_of(limit),
+                           threshold, mode, self._search, self._runtime.store.supports_keyword)
+
+    def get(self, memory_id: str) -> Flow[MemoryItem | None]:
+        """The memory with this id, or ``None``."""
+        return get_flow(memory_id)
+
+    def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+        limit: int = 100,
+    ) -> Flow[SearchResult]:
+        """The scope's memories (matching ``filters``), newest first."""
+        scope = Scope.of(user_id, agent_id, run_id)
+        return get_all_flow(all_of(scope.filter(), parse_filter(filters)), limit_of(limit))
+
+    def update(
+        self, memory_id: str, text: str, *, metadata: dict[str, Any] | None = None
+    ) -> Flow[MemoryItem]:
+        """Replace a memory's text (re-embedded); ``metadata`` is merged into its metadata."""
+        return update_flow(memory_id, text, metadata_of(metadata), to_iso(utcnow()))
+
+    def delete(self, memory_id: str) -> Flow[None]:
+        """Delete one memory; its history stays readable. Unknown id: NotFoundError."""
+        return delete_flow(memory_id, to_iso(utcnow()))
+
+    def delete_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> Flow[int]:
+        """Delete every memory of the scope (matching ``filters``); returns how many."""
+        scope = Scope.of(user_id, agent_id, run_id)
+        return delete_all_flow(scope, parse_filter(filters), to_iso(utcnow()))
+
+    def history(self, memory_id: str) -> Flow[list[HistoryRecord]]:
+        """Every change to a memory, oldest first."""
+        return history_flow(memory_id)
+
+    def reset(self) -> Flow[None]:
+        """Delete every memory and all history."""
+        return reset_flow()
+
+
+def _sync(op: Callable[Concatenate[Any, P], Flow[T]]) -> Callable[Concatenate[Any, P], T]:
+    @functools.wraps(op)
+    def method(self: Memory, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._runtime.run(op(self, *args, **kwargs))
+
+    return method
+
+
+def _async(
+    op: Callable[Concatenate[Any, P], Flow[T]],
+) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, T]]:
+    @functools.wraps(op)
+    async def method(self: AsyncMemory, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._runtime.arun(op(self, *args, **kwargs))
+
+    return method
+
+
+class Memory(_Flows):
+    """Long-term memory. ``Memory()`` runs offline on embedded defaults::
+
+        with Memory() as m:
+            m.add("I prefer dark mode", user_id="alice", infer=False)
+            m.search("UI preferences", user_id="alice")
+    """
+
+    add = _sync(_Flows.add)
+    search = _sync(_Flows.search)
+    get = _sync(_Flows.get)
+    get_all = _sync(_Flows.get_all)
+    update = _sync(_Flows.update)
+    delete = _sync(_Flows.delete)
+    delete_all = _sync(_Flows.delete_all)
+    history = _sync(_Flows.history)
+    reset = _sync(_Flows.reset)
+
+    def close(self) -> None:
+        self._runtime.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncMemory(_Flows):
+    """The same memory with every method a coroutine; I/O is natively async where the
+    components are (litellm, and the stores with async clients)::
+
+        async with AsyncMemory() as m:
+            await m.add("I prefer dark mode", user_id="alice")
+    """
+
+    add = _async(_Flows.add)
+    search = _async(_Flows.search)
+    get = _async(_Flows.get)
+    get_all = _async(_Flows.get_all)
+    update = _async(_Flows.update)
+    delete = _async(_Flows.delete)
+    delete_all = _async(_Flows.delete_all)
+    history = _async(_Flows.history)
+    reset = _async(_Flows.reset)
+
+    async def aclose(self) -> None:
+        await self._runtime.aclose()
+
+    def close(self) -> None:
+        self._runtime.close()
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

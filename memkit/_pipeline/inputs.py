@@ -1,0 +1,112 @@
+"""Validation of what callers pass in: scope, messages, metadata."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memkit._errors import FilterError, MemkitError, ScopeError
+from memkit._filters import BUILTIN_FIELDS, Condition, Filter, all_of, check_field_name
+from memkit.llms.base import Message
+
+ROLES = frozenset({"system", "user", "assistant", "tool", "function", "developer"})
+
+
+def text_hash(text: str) -> str:
+    return hashlib.md5(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+    @classmethod
+    def of(
+        cls, user_id: str | None, agent_id: str | None, run_id: str | None, *, required: bool = True
+    ) -> Scope:
+        for name, value in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ScopeError(f"{name} must be a non-empty string, got {value!r}")
+        scope = cls(user_id, agent_id, run_id)
+        if required and scope.empty:
+            raise ScopeError()
+        return scope
+
+    @property
+    def empty(self) -> bool:
+        return self.user_id is None and self.agent_id is None and self.run_id is None
+
+    def filter(self) -> Filter | None:
+        return all_of(*(
+            Condition(field=name, operator="eq", value=value)
+            for name, value in (
+                ("user_id", self.user_id), ("agent_id", self.agent_id), ("run_id", self.run_id)
+            )
+            if value is not None
+        ))
+
+
+def messages_of(messages: object) -> list[Message]:
+    """A string, one message dict, or a list of ``{role, content, name?}``."""
+    if isinstance(messages, str):
+        items: Sequence[Any] = [{"role": "user", "content": messages}]
+    elif isinstance(messages, Mapping):
+        items = [messages]
+    elif isinstance(messages, Sequence):
+        items = messages
+    else:
+        raise MemkitError(f"messages must be a string or a list of messages, got {type(messages).__name__}")
+    out: list[Message] = []
+    for index, item in enumerate(items):
+        if isinstance(item, str):
+            item = {"role": "user", "content": item}
+        if not isinstance(item, Mapping) or "content" not in item:
+            raise MemkitError(f"message {index} must be a dict with 'role' and 'content', got {item!r}")
+        role = item.get("role", "user")
+        if role not in ROLES:
+            raise MemkitError(f"message {index} has unknown role {role!r}")
+        message: Message = {"role": role, "content": _content(item["content"], index)}
+        if item.get("name"):
+            message["name"] = str(item["name"])
+        out.append(message)
+    return out
+
+
+def _content(content: object, index: int) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):  # OpenAI content parts: keep the text ones
+        parts = [p.get("text", "") for p in content if isinstance(p, Mapping) and p.get("type") == "text"]
+        return "\n".join(p for p in parts if p)
+    if content is None:
+        return ""
+    raise MemkitError(f"message {index} content must be a string, got {type(content).__name__}")
+
+
+def metadata_of(metadata: object) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise MemkitError(f"metadata must be a dict, got {type(metadata).__name__}")
+    for key in metadata:
+        try:
+            check_field_name(key)
+        except FilterError as exc:
+            raise MemkitError(f"metadata key: {exc}") from None
+        if key in BUILTIN_FIELDS:
+            raise MemkitError(f"metadata key {key!r} is reserved for the built-in field")
+    try:
+        return dict(json.loads(json.dumps(dict(metadata), allow_nan=False)))
+    except (TypeError, ValueError) as exc:
+        raise MemkitError(f"metadata must be JSON-serialisable: {exc}") from None
+
+
+def limit_of(limit: object) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise MemkitError(f"limit must be a positive integer, got {limit!r}")
+    return limit

@@ -1,0 +1,114 @@
+"""Every LLM through litellm: OpenAI, Anthropic, Gemini, Ollama, Azure, any OpenAI-compatible server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memkit import _guard
+from memkit._errors import LLMError
+from memkit._imports import import_litellm
+from memkit._models import Usage
+from memkit._retry import async_retrying, describe, retrying
+from memkit.llms.base import LLM, LLMRequest, LLMResponse
+
+
+class LiteLLM(LLM):
+    """``LiteLLM(model="gpt-4o-mini")``; ``model`` is any litellm model string.
+
+    Extra keyword arguments go to ``litellm.completion`` as they are (for
+    example ``mock_response=...`` for tests, or provider options).
+    """
+
+    def __init__(
+        self,
+        model: str = "gpt-4o-mini",
+        *,
+        api_key: str | None = None,
+        api_base: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        timeout: float = 60.0,
+        retries: int = 3,
+        retry_wait: float = 0.5,
+        structured_output: bool = True,
+        **extra: Any,
+    ) -> None:
+        self.model = model
+        self.retries = retries
+        self.retry_wait = retry_wait
+        self.structured_output = structured_output
+        self._base: dict[str, Any] = {
+            "model": model, "temperature": temperature, "timeout": timeout,
+            "num_retries": 0, "max_retries": 0, **extra,
+        }
+        for key, value in (("api_key", api_key), ("api_base", api_base), ("max_tokens", max_tokens)):
+            if value is not None:
+                self._base[key] = value
+        self._format_support: str | None = None
+
+    def _response_format(self, litellm: Any, request: LLMRequest) -> dict[str, Any] | None:
+        if request.json_schema is None or not self.structured_output:
+            return None
+        if self._format_support is None:
+            self._format_support = "none"
+            try:
+                if litellm.supports_response_schema(model=self.model):
+                    self._format_support = "schema"
+                elif "response_format" in (litellm.get_supported_openai_params(model=self.model) or []):
+                    self._format_support = "json"
+            except Exception:  # unknown model: litellm cannot say; send plain prompts
+                self._format_support = "none"
+        if self._format_support == "schema":
+            return {"type": "json_schema", "json_schema": {
+                "name": request.schema_name, "schema": request.json_schema, "strict": True}}
+        if self._format_support == "json":
+            return {"type": "json_object"}
+        return None
+
+    def _kwargs(self, litellm: Any, request: LLMRequest) -> dict[str, Any]:
+        kwargs = {**self._base, "messages": request.messages}
+        response_format = self._response_format(litellm, request)
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        _guard.check(kwargs)
+        return kwargs
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        litellm = import_litellm()
+        kwargs = self._kwargs(litellm, request)
+        try:
+            for attempt in retrying(self.retries, self.retry_wait):
+                with attempt:
+                    response = litellm.completion(**kwargs)
+        except Exception as exc:
+            raise LLMError(f"LLM call to {self.model!r} failed: {describe(exc)}") from exc
+        return _to_response(litellm, response)
+
+    async def acomplete(self, request: LLMRequest) -> LLMResponse:
+        litellm = import_litellm()
+        kwargs = self._kwargs(litellm, request)
+        try:
+            async for attempt in async_retrying(self.retries, self.retry_wait):
+                with attempt:
+                    response = await litellm.acompletion(**kwargs)
+        except Exception as exc:
+            raise LLMError(f"LLM call to {self.model!r} failed: {describe(exc)}") from exc
+        return _to_response(litellm, response)
+
+
+def _to_response(litellm: Any, response: Any) -> LLMResponse:
+    try:
+        text = response.choices[0].message.content or ""
+    except (AttributeError, IndexError) as exc:
+        raise LLMError(f"LLM response has no message: {response!r}") from exc
+    usage = getattr(response, "usage", None)
+    try:
+        cost: float | None = float(litellm.completion_cost(completion_response=response))
+    except Exception:  # litellm does not know this model's price
+        cost = None
+    return LLMResponse(text=text, usage=Usage(
+        llm_calls=1,
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cost_usd=cost,
+    ))
