@@ -1,0 +1,545 @@
+"""Qdrant: a server (``url``/``api_key`` or ``host``/``port``) or local mode (``path``).
+
+Each point carries the record (``"record"``) and, beside it, an index of its
+fields split by type so that every filter means what the reference evaluator
+says (:mod:`memkit._filters.evaluate`)::
+
+    n.f  number      b.f  boolean     s.f  string     l.f  lower-cased string
+    ln.f numbers of a list   lb.f booleans of a list   ls.f strings of a list
+    ll.f lower-cased strings of a list   t.f  created_at/updated_at in epoch µs
+
+Qdrant matches a condition on an array if any element matches, and compares
+``1`` with ``1.0`` but not with ``true``; keeping scalars and list elements,
+numbers and booleans under separate keys turns those quirks into the exact
+semantics, and a missing key fails every positive condition, so ``must_not``
+is the exact complement. Qdrant's ``Range`` is numeric only: timestamps are
+ordered through ``t.f``; an order comparison with a string on any other field
+raises :class:`~memkit.FilterError`.
+
+Keyword search uses a sparse vector per point (hashed term frequencies of the
+memory text) with Qdrant's IDF modifier; a score ``s`` maps to ``s / (1 + s)``.
+
+Every operation is written once, as a generator that yields client calls
+(``(method, kwargs)``); :class:`~qdrant_client.QdrantClient` and
+:class:`~qdrant_client.AsyncQdrantClient` share method names, so one driver
+runs it synchronously and one awaits it. Local mode keeps its data inside one
+client object (and locks a ``path`` to one client), so a second, async client
+would see a different or a locked database; there the async methods run the
+sync client in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import hashlib
+import re
+import uuid
+from collections import Counter
+from collections.abc import Generator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar, TypeVar
+
+from memkit._errors import ConfigError, FilterError, MemkitError, VectorStoreError
+from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or, Scalar
+from memkit._imports import require
+from memkit._time import to_datetime
+from memkit.stores.base import (
+    HistoryLike,
+    Hit,
+    Record,
+    Vector,
+    VectorStore,
+    WriteBatch,
+    cosine_to_score,
+    hash_filter,
+)
+
+models: Any = require("qdrant_client.models", "qdrant")
+
+T = TypeVar("T")
+Call = tuple[str, dict[str, Any]]
+Op = Generator[Call, Any, T]
+
+DENSE = "dense"
+SPARSE = "text"
+_SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_]+")
+_TOKEN = re.compile(r"\w+")
+_PAGE = 1000
+
+# -- payload ---------------------------------------------------------------
+
+
+def _key(kind: str, field: str) -> str:
+    """The JSON path of ``field`` in the index section ``kind``, quoted when needed."""
+    return f"{kind}.{field}" if _PLAIN_KEY.fullmatch(field) else f'{kind}."{field}"'
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _epoch_us(value: str) -> int | None:
+    try:
+        return (to_datetime(value) - _EPOCH) // timedelta(microseconds=1)
+    except ValueError:
+        return None
+
+
+def encode_payload(record: Record) -> dict[str, Any]:
+    """The point payload of a record: the record itself and its typed field index."""
+    index: dict[str, dict[str, Any]] = {
+        kind: {} for kind in ("n", "b", "s", "l", "t", "ln", "lb", "ls", "ll")
+    }
+    fields = {k: v for k, v in record.metadata.items() if k not in BUILTIN_FIELDS}
+    fields.update({k: getattr(record, k) for k in BUILTIN_FIELDS})
+    for name, value in fields.items():
+        if isinstance(value, bool):
+            index["b"][name] = value
+        elif _is_number(value):
+            index["n"][name] = value
+        elif isinstance(value, str):
+            index["s"][name] = value
+            index["l"][name] = value.lower()
+            if name in TIME_FIELDS and (micros := _epoch_us(value)) is not None:
+                index["t"][name] = micros
+        elif isinstance(value, list):
+            bools = [v for v in value if isinstance(v, bool)]
+            numbers = [v for v in value if _is_number(v)]
+            strings = [v for v in value if isinstance(v, str)]
+            for kind, items in (("lb", bools), ("ln", numbers), ("ls", strings),
+                                ("ll", [s.lower() for s in strings])):
+                if items:
+                    index[kind][name] = items
+    return {"record": record.payload(), **index}
+
+
+def sparse_vector(text: str, *, query: bool = False) -> Any | None:
+    """Hashed term frequencies of ``text`` (``None`` without a word).
+
+    A query counts each of its terms once.
+    """
+    tokens = _TOKEN.findall(text.lower())
+    counts = Counter(int.from_bytes(hashlib.blake2b(t.encode(), digest_size=4).digest(), "big")
+                     for t in tokens)
+    if not counts:
+        return None
+    indices = sorted(counts)
+    values = [1.0 if query else float(counts[i]) for i in indices]
+    return models.SparseVector(indices=indices, values=values)
+
+
+# -- filters ---------------------------------------------------------------
+
+
+def _match_none() -> Any:
+    return models.Filter(must_not=[models.Filter()])
+
+
+def _field(key: str, **condition: Any) -> Any:
+    return models.FieldCondition(key=key, **condition)
+
+
+def _any_of(conditions: list[Any]) -> Any:
+    return models.Filter(should=conditions) if conditions else _match_none()
+
+
+def _equal(field: str, value: Scalar, kinds: tuple[str, str, str]) -> Any:
+    boolean, number, string = kinds
+    if isinstance(value, bool):
+        return _field(_key(boolean, field), match=models.MatchValue(value=value))
+    if isinstance(value, str):
+        return _field(_key(string, field), match=models.MatchValue(value=value))
+    return _field(_key(number, field), range=models.Range(gte=value, lte=value))
+
+
+def _condition(cond: Condition) -> Any:
+    field, op, value = cond.field, cond.operator, cond.value
+    if op in ("ne", "nin"):
+        positive = cond.model_copy(update={"operator": "eq" if op == "ne" else "in"})
+        return models.Filter(must_not=[_condition(positive)])
+    if op == "eq":
+        assert not isinstance(value, tuple)
+        return _equal(field, value, ("b", "n", "s"))
+    if op == "in":
+        assert isinstance(value, tuple)
+        strings = [v for v in value if isinstance(v, str)]
+        others = [_equal(field, v, ("b", "n", "s")) for v in value if not isinstance(v, str)]
+        if strings:
+            others.append(_field(_key("s", field), match=models.MatchAny(any=strings)))
+        return _any_of(others)
+    if op == "contains":
+        assert not isinstance(value, tuple)
+        element = _equal(field, value, ("lb", "ln", "ls"))
+        if not isinstance(value, str):
+            return element
+        substring = _field(_key("s", field), match=models.MatchSubstring(substring=value))
+        return _any_of([substring, element])
+    if op == "icontains":
+        assert isinstance(value, str)
+        needle = value.lower()
+        return _any_of([
+            _field(_key("l", field), match=models.MatchSubstring(substring=needle)),
+            _field(_key("ll", field), match=models.MatchValue(value=needle)),
+        ])
+    # gt / gte / lt / lte
+    bound = {op: value}
+    if _is_number(value):
+        return _field(_key("n", field), range=models.Range(**bound))
+    assert isinstance(value, str)
+    if field in TIME_FIELDS and (micros := _epoch_us(value)) is not None:
+        return _field(_key("t", field), range=models.Range(**{op: micros}))
+    raise FilterError(
+        f"qdrant cannot order strings: {field} {op} {value!r} (only created_at and updated_at "
+        "take a string bound)"
+    )
+
+
+def _node(expr: Filter) -> Any:
+    if isinstance(expr, Condition):
+        return _condition(expr)
+    if isinstance(expr, Not):
+        return models.Filter(must_not=[_node(expr.item)])
+    if isinstance(expr, And):
+        return models.Filter(must=[_node(i) for i in expr.items])
+    assert isinstance(expr, Or)
+    return _any_of([_node(i) for i in expr.items])
+
+
+def translate(expr: Filter) -> Any:
+    """The Qdrant ``Filter`` selecting exactly the points the reference evaluator accepts."""
+    node = _node(expr)
+    return node if isinstance(node, models.Filter) else models.Filter(must=[node])
+
+
+# -- the store -------------------------------------------------------------
+
+
+def _point_id(id: str) -> str | None:
+    try:
+        return str(uuid.UUID(id))
+    except ValueError:
+        return None
+
+
+def _record(point: Any) -> Record:
+    return Record.from_payload(str(point.id), point.payload["record"])
+
+
+class QdrantStore(VectorStore):
+    """Memories as Qdrant points: a dense cosine vector, a sparse keyword vector, the payload."""
+
+    provider = "qdrant"
+    supports_keyword = True
+    #: order comparisons with a string bound work on created_at/updated_at only
+    unsupported_filters: ClassVar[frozenset[str]] = frozenset({"gt", "gte", "lt", "lte"})
+
+    def __init__(
+        self,
+        url: str | None = None,
+        api_key: str | None = None,
+        path: str | None = None,
+        collection_name: str = "memkit",
+        host: str | None = None,
+        port: int | None = None,
+    ) -> None:
+        super().__init__()
+        qdrant_client = require("qdrant_client", "qdrant")
+        self.collection_name = collection_name
+        self._dimension: int | None = None
+        self.local = url is None and host is None
+        if self.local:
+            if path is None or path == ":memory:":
+                self._client = qdrant_client.QdrantClient(location=":memory:")
+            else:
+                self._client = qdrant_client.QdrantClient(path=path)
+            self._aclient: Any = None
+        else:
+            remote: dict[str, Any] = {"url": url, "api_key": api_key, "host": host}
+            if port is not None:
+                remote["port"] = port
+            self._client = qdrant_client.QdrantClient(**remote)
+            self._aclient = qdrant_client.AsyncQdrantClient(**remote)
+
+    # -- drivers ---------------------------------------------------------
+    def _run(self, op: Op[T]) -> T:
+        result: Any = None
+        try:
+            while True:
+                name, kwargs = op.send(result)
+                result = self._call(getattr(self._client, name), kwargs)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _call(method: Any, kwargs: dict[str, Any]) -> Any:
+        try:
+            return method(**kwargs)
+        except MemkitError:
+            raise
+        except Exception as exc:
+            raise VectorStoreError(f"qdrant {method.__name__} failed: {exc}") from exc
+
+    async def _arun(self, op: Op[T]) -> T:
+        if self._aclient is None:
+            return await asyncio.to_thread(self._run, op)
+        result: Any = None
+        try:
+            while True:
+                name, kwargs = op.send(result)
+                try:
+                    result = await getattr(self._aclient, name)(**kwargs)
+                except Exception as exc:
+                    raise VectorStoreError(f"qdrant {name} failed: {exc}") from exc
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    # -- operations ------------------------------------------------------
+    def _open(self, dimension: int, model: str) -> Op[None]:
+        name = self.collection_name
+        meta = {"memkit": {"dimension": dimension, "model": model}}
+        if not (yield ("collection_exists", {"collection_name": name})):
+            yield ("create_collection", {
+                "collection_name": name,
+                "vectors_config": {DENSE: models.VectorParams(
+                    size=dimension, distance=models.Distance.COSINE)},
+                "sparse_vectors_config": {SPARSE: models.SparseVectorParams(
+                    modifier=models.Modifier.IDF)},
+                "metadata": meta,
+            })
+            if not self.local:  # local mode has no payload indexes
+                for field in _SCOPE_FIELDS:
+                    yield ("create_payload_index", {
+                        "collection_name": name, "field_name": _key("s", field),
+                        "field_schema": models.PayloadSchemaType.KEYWORD,
+                    })
+        else:
+            info = yield ("get_collection", {"collection_name": name})
+            stored = (info.config.metadata or {}).get("memkit")
+            if not isinstance(stored, dict):
+                raise ConfigError(f"qdrant collection {name!r} was not created by memkit")
+            if (stored.get("dimension"), stored.get("model")) != (dimension, model):
+                raise ConfigError(
+                    f"collection {name!r} holds {stored.get('dimension')}-dimensional vectors of "
+                    f"{stored.get('model')!r}; got {dimension}-dimensional vectors of {model!r}"
+                )
+        self._dimension = dimension
+
+    def _check(self, vector: Vector) -> None:
+        if self._dimension is not None and vector.shape != (self._dimension,):
+            raise VectorStoreError(
+                f"vector has shape {vector.shape}, the collection holds "
+                f"{self._dimension} dimensions"
+            )
+
+    def _vectors(self, record: Record) -> dict[str, Any]:
+        assert record.vector is not None
+        self._check(record.vector)
+        vectors: dict[str, Any] = {DENSE: record.vector.tolist()}
+        if (terms := sparse_vector(record.memory)) is not None:
+            vectors[SPARSE] = terms
+        return vectors
+
+    def _point(self, record: Record) -> Any:
+        id = _point_id(record.id)
+        if id is None:
+            raise VectorStoreError(f"qdrant point ids are UUIDs, got {record.id!r}")
+        if record.vector is None:
+            raise VectorStoreError(f"record {record.id} has no vector")
+        return models.PointStruct(
+            id=id, vector=self._vectors(record), payload=encode_payload(record)
+        )
+
+    def _insert(self, records: Sequence[Record]) -> Op[None]:
+        points = [self._point(r) for r in records]
+        for start in range(0, len(points), _PAGE):
+            yield ("upsert", {"collection_name": self.collection_name,
+                              "points": points[start:start + _PAGE], "wait": True})
+
+    def _update(self, record: Record) -> Op[None]:
+        name = self.collection_name
+        if (yield from self._get(record.id)) is None:
+            raise VectorStoreError(f"no record {record.id} to update")
+        if record.vector is not None:
+            yield from self._insert([record])
+            return
+        id = _point_id(record.id)
+        yield ("overwrite_payload", {"collection_name": name, "points": [id],
+                                     "payload": encode_payload(record), "wait": True})
+        terms = sparse_vector(record.memory)
+        if terms is None:
+            yield ("delete_vectors", {"collection_name": name, "points": [id],
+                                      "vectors": [SPARSE], "wait": True})
+        else:
+            yield ("update_vectors", {"collection_name": name, "wait": True, "points": [
+                models.PointVectors(id=id, vector={SPARSE: terms})]})
+
+    def _delete(self, ids: Sequence[str]) -> Op[None]:
+        points = [p for p in map(_point_id, ids) if p is not None]
+        if points:
+            yield ("delete", {"collection_name": self.collection_name,
+                              "points_selector": models.PointIdsList(points=points), "wait": True})
+
+    def _reset(self) -> Op[None]:
+        yield ("delete", {"collection_name": self.collection_name,
+                          "points_selector": models.FilterSelector(filter=models.Filter()),
+                          "wait": True})
+
+    def _get(self, id: str) -> Op[Record | None]:
+        point_id = _point_id(id)
+        if point_id is None:
+            return None
+        points = yield ("retrieve", {"collection_name": self.collection_name, "ids": [point_id],
+                                     "with_payload": True, "with_vectors": False})
+        return _record(points[0]) if points else None
+
+    def _query(self, query: Any, using: str, limit: int, filter: Filter | None) -> Op[list[Any]]:
+        response = yield ("query_points", {
+            "collection_name": self.collection_name, "query": query, "using": using,
+            "query_filter": None if filter is None else translate(filter), "limit": limit,
+            "with_payload": True, "with_vectors": False,
+        })
+        return list(response.points)
+
+    def _search(self, vector: Vector, limit: int, filter: Filter | None) -> Op[list[Hit]]:
+        self._check(vector)
+        points = yield from self._query(vector.tolist(), DENSE, limit, filter)
+        return [Hit(_record(p), cosine_to_score(p.score)) for p in points]
+
+    def _keyword_search(self, text: str, limit: int, filter: Filter | None) -> Op[list[Hit]]:
+        terms = sparse_vector(text, query=True)
+        if terms is None:
+            return []
+        points = yield from self._query(terms, SPARSE, limit, filter)
+        return [Hit(_record(p), max(0.0, p.score) / (1.0 + max(0.0, p.score))) for p in points]
+
+    def _list(
+        self, filter: Filter | None, limit: int, cursor: str | None
+    ) -> Op[tuple[list[Record], str | None]]:
+        points, next_offset = yield ("scroll", {
+            "collection_name": self.collection_name,
+            "scroll_filter": None if filter is None else translate(filter),
+            "limit": limit, "offset": cursor, "with_payload": True, "with_vectors": False,
+        })
+        return [_record(p) for p in points], None if next_offset is None else str(next_offset)
+
+    def _count(self, filter: Filter | None) -> Op[int]:
+        result = yield ("count", {"collection_name": self.collection_name, "exact": True,
+                                  "count_filter": None if filter is None else translate(filter)})
+        return int(result.count)
+
+    def _apply(self, batch: WriteBatch) -> Op[tuple[set[str], list[Any]]]:
+        skipped: set[str] = set()
+        if batch.adds:
+            seen: set[str] = set()
+            dedup = hash_filter(batch.dedup_scope, sorted({r.hash for r in batch.adds}))
+            cursor: str | None = None
+            while True:
+                page, cursor = yield from self._list(dedup, _PAGE, cursor)
+                seen.update(r.hash for r in page)
+                if cursor is None:
+                    break
+            for record in batch.adds:
+                if record.hash in seen:
+                    skipped.add(record.id)
+                seen.add(record.hash)
+        adds = [r for r in batch.adds if r.id not in skipped]
+        if adds:
+            yield from self._insert(adds)
+        for record in batch.updates:
+            yield from self._update(record)
+        if batch.deletes:
+            yield from self._delete(batch.deletes)
+        return skipped, [h for h in batch.history if h.memory_id not in skipped]
+
+    # -- sync ------------------------------------------------------------
+    def open(self, dimension: int, model: str) -> None:
+        self._run(self._open(dimension, model))
+
+    def close(self) -> None:
+        self._client.close()
+
+    def reset(self) -> None:
+        self._run(self._reset())
+
+    def insert(self, records: Sequence[Record]) -> None:
+        self._run(self._insert(records))
+
+    def update(self, record: Record) -> None:
+        self._run(self._update(record))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self._run(self._delete(ids))
+
+    def get(self, id: str) -> Record | None:
+        return self._run(self._get(id))
+
+    def search(self, vector: Vector, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+        return self._run(self._search(vector, limit, filter))
+
+    def keyword_search(self, text: str, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+        return self._run(self._keyword_search(text, limit, filter))
+
+    def list(
+        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+    ) -> tuple[list[Record], str | None]:
+        return self._run(self._list(filter, limit, cursor))
+
+    def count(self, filter: Filter | None = None) -> int:
+        return self._run(self._count(filter))
+
+    def apply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
+        with self._write_lock:
+            skipped, rows = self._run(self._apply(batch))
+            if rows:
+                history.add(rows)
+            return skipped
+
+    # -- async -----------------------------------------------------------
+    async def aopen(self, dimension: int, model: str) -> None:
+        await self._arun(self._open(dimension, model))
+
+    async def aclose(self) -> None:
+        if self._aclient is not None:
+            await self._aclient.close()
+        self.close()
+
+    async def areset(self) -> None:
+        await self._arun(self._reset())
+
+    async def aget(self, id: str) -> Record | None:
+        return await self._arun(self._get(id))
+
+    async def asearch(
+        self, vector: Vector, *, limit: int, filter: Filter | None = None
+    ) -> builtins.list[Hit]:
+        return await self._arun(self._search(vector, limit, filter))
+
+    async def akeyword_search(
+        self, text: str, *, limit: int, filter: Filter | None = None
+    ) -> builtins.list[Hit]:
+        return await self._arun(self._keyword_search(text, limit, filter))
+
+    async def alist(
+        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+    ) -> tuple[builtins.list[Record], str | None]:
+        return await self._arun(self._list(filter, limit, cursor))
+
+    async def acount(self, filter: Filter | None = None) -> int:
+        return await self._arun(self._count(filter))
+
+    async def aapply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
+        # the lock serialises dedup-then-write with sync callers; it is taken in a thread
+        # so the event loop never blocks on it
+        await asyncio.to_thread(self._write_lock.acquire)
+        try:
+            skipped, rows = await self._arun(self._apply(batch))
+            if rows:
+                await asyncio.to_thread(history.add, rows)
+            return skipped
+        finally:
+            self._write_lock.release()
