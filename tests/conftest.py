@@ -1,0 +1,60 @@
+"""Shared fixtures: where the real engines are.
+
+``bash scripts/test.sh`` starts PostgreSQL (with pgvector) and a Chroma server
+and exports their addresses. Run pytest on its own and the tests that need an
+engine skip, with the reason; in CI (``CI=true``) they fail instead, so a
+missing engine is never mistaken for a green run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+ENGINES = {
+    "MEMKIT_TEST_PG_DSN": "scripts/test.sh starts PostgreSQL",
+    "MEMKIT_TEST_CHROMA_URL": "scripts/test.sh starts a Chroma server",
+    "MEMKIT_TEST_QDRANT_URL": "point it at a Qdrant server; none can be installed here",
+}
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
+
+
+def engine_address(variable: str) -> str:
+    """The engine address in ``variable``, or skip (fail in CI) saying how to set it.
+
+    Qdrant has no server here, so its tests skip even in CI.
+    """
+    value = os.environ.get(variable)
+    if value:
+        return value
+    reason = f"set {variable} ({ENGINES[variable]})"
+    if in_ci() and variable != "MEMKIT_TEST_QDRANT_URL":
+        pytest.fail(f"{reason}: CI runs every engine; run the tests with bash scripts/test.sh")
+    pytest.skip(reason)
+
+
+def unique_name(prefix: str) -> str:
+    """A table/collection name of at most 40 characters, unique to the running test."""
+    test = os.environ.get("PYTEST_CURRENT_TEST", "")
+    digest = hashlib.sha1(f"{test}\0{os.getpid()}".encode()).hexdigest()[:10]
+    return f"{prefix[:29]}_{digest}"
+
+
+@pytest.fixture
+def pg_dsn() -> str:
+    return engine_address("MEMKIT_TEST_PG_DSN")
+
+
+@pytest.fixture
+def chroma_url() -> str:
+    return engine_address("MEMKIT_TEST_CHROMA_URL")
+
+
+@pytest.fixture
+def qdrant_url() -> str:
+    return engine_address("MEMKIT_TEST_QDRANT_URL")
