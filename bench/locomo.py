@@ -1,0 +1,50 @@
+"""LoCoMo retrieval quality through memkit's public API (BENCHMARKS.md §1).
+
+    python bench/locomo.py                      # turns + observations, 3 search modes
+    python bench/locomo.py --data FILE --mode turns --search hybrid
+
+Reads ../shared/data/locomo/locomo10-dev.json by default (non-commercial data:
+read in place, never copied). Prints the tables and writes
+bench/results/locomo.json. About a minute on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from _common import machine, write_results  # noqa: E402
+
+from memkit._eval.locomo import format_report, run_locomo  # noqa: E402
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/locomo/locomo10-dev.json"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="LoCoMo retrieval recall through memkit")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a LoCoMo-format JSON file")
+    parser.add_argument("--mode", choices=["turns", "observations"], action="append")
+    parser.add_argument("--search", choices=["keyword", "vector", "hybrid"], action="append")
+    parser.add_argument("--out", type=Path, default=REPO / "bench/results/locomo.json")
+    args = parser.parse_args()
+    modes = args.mode or ["turns", "observations"]
+    searches = args.search or ["keyword", "vector", "hybrid"]
+    started = time.perf_counter()
+    reports = []
+    for mode in modes:
+        report = run_locomo(args.data, mode=mode, search=searches)
+        print(format_report(report), flush=True)
+        print()
+        reports.append(report)
+    elapsed = time.perf_counter() - started
+    print(f"total {elapsed:.1f} s")
+    write_results(args.out, {"machine": machine(), "seconds": elapsed, "reports": reports})
+
+
+if __name__ == "__main__":
+    main()

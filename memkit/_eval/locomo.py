@@ -1,0 +1,334 @@
+"""Retrieval quality on LoCoMo, offline: no LLM, only memkit's public API.
+
+Each conversation becomes one scope (``user_id`` = its ``sample_id``). In
+``turns`` mode every dialog turn is stored with ``infer=False`` as
+``"<speaker>: <text>"`` (plus ``" and shared <caption>"`` for an image), with
+the session date as its timestamp and the turn's ``dia_id`` in its metadata;
+in ``observations`` mode the per-session observation facts are stored instead,
+with their evidence ids. Every question is then searched in its scope; a
+memory covers the evidence ids in its metadata.
+
+    >>> report = run_locomo("locomo10.json", mode="turns", search="hybrid")
+    >>> print(format_report(report))
+
+The numbers are deterministic: the same data and configuration give the same
+figures, run after run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from memkit._memory import Memory
+    from memkit._models import MemoryItem
+
+Mode = Literal["turns", "observations"]
+SearchMode = Literal["keyword", "vector", "hybrid"]
+Progress = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``, called as ingestion and questions advance."""
+
+KS = (1, 5, 10, 25, 50)
+CATEGORIES = {4: "single-hop", 1: "multi-hop", 2: "temporal", 3: "open-domain", 5: "adversarial"}
+MACRO_CATEGORIES = (1, 2, 3, 4)
+_EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+_SESSION = re.compile(r"session_(\d+)")
+_DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y")
+
+
+def default_data_path() -> Path:
+    """The development split beside a source checkout: ``../shared/data/locomo/``."""
+    return Path(__file__).resolve().parents[2].parent / "shared/data/locomo/locomo10-dev.json"
+
+
+def load_samples(path: str | Path) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as file:
+        data = json.load(file)
+    if isinstance(data, dict):  # a single sample
+        data = [data]
+    if not isinstance(data, list) or not all(isinstance(s, dict) and "qa" in s for s in data):
+        raise ValueError(f"{path}: not a LoCoMo file (a list of samples with 'qa')")
+    return data
+
+
+def normalise_evidence(raw: object) -> list[str]:
+    """Evidence ids as ``D<session>:<turn>``; "D8:6; D9:17", "D:11:26", "D30:05" included."""
+    items = raw if isinstance(raw, list) else [raw]
+    ids: list[str] = []
+    for item in items:
+        for session, turn in _EVIDENCE.findall(str(item)):
+            normalised = f"D{int(session)}:{int(turn)}"
+            if normalised not in ids:
+                ids.append(normalised)
+    return ids
+
+
+def session_date(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    for fmt in _DATE_FORMATS:
+        try:
+            return datetime.strptime(text.strip(), fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One memory to store: its text, evidence ids and timestamp."""
+
+    text: str
+    dia_ids: tuple[str, ...]
+    session: int
+    timestamp: datetime | None
+
+
+def sessions(conversation: dict[str, Any]) -> list[int]:
+    """Session numbers in order. Only ``session_N`` keys count (some samples list extra dates)."""
+    found = (_SESSION.fullmatch(key) for key in conversation)
+    return sorted(int(m[1]) for m in found if m and isinstance(conversation[m[0]], list))
+
+
+def entries(sample: dict[str, Any], mode: Mode) -> list[Entry]:
+    conversation = sample["conversation"]
+    out: list[Entry] = []
+    for n in sessions(conversation):
+        start = session_date(conversation.get(f"session_{n}_date_time"))
+        if mode == "turns":
+            for index, turn in enumerate(conversation[f"session_{n}"]):
+                text = f"{turn['speaker']}: {turn['text']}"
+                if turn.get("blip_caption"):
+                    text += f" and shared {turn['blip_caption']}"
+                out.append(Entry(text, tuple(normalise_evidence(turn.get("dia_id"))), n,
+                                 _offset(start, index)))
+        else:
+            observed = (sample.get("observation") or {}).get(f"session_{n}_observation") or {}
+            index = 0
+            for facts in observed.values():
+                for fact in facts:
+                    text, evidence = (fact[0], fact[1]) if isinstance(fact, list) else (fact, [])
+                    out.append(Entry(str(text), tuple(normalise_evidence(evidence)), n,
+                                     _offset(start, index)))
+                    index += 1
+    return out
+
+
+def _offset(start: datetime | None, index: int) -> datetime | None:
+    # One second per item keeps the order of a session's memories.
+    return None if start is None else start + timedelta(seconds=index)
+
+
+def ingest(memory: Memory, sample: dict[str, Any], mode: Mode) -> int:
+    """Store one conversation in its own scope; returns how many memories it holds."""
+    user_id = str(sample["sample_id"])
+    by_text: dict[str, tuple[str, list[str]]] = {}
+    for entry in entries(sample, mode):
+        if not entry.text.strip():
+            continue
+        known = by_text.get(entry.text)
+        if known is not None:  # memkit stores a text once per scope: merge the evidence
+            memory_id, dia_ids = known
+            dia_ids.extend(d for d in entry.dia_ids if d not in dia_ids)
+            memory.update(memory_id, entry.text, metadata={"dia_ids": list(dia_ids)})
+            continue
+        result = memory.add(
+            [{"role": "user", "content": entry.text}], user_id=user_id, infer=False,
+            timestamp=entry.timestamp,
+            metadata=_metadata(entry, mode),
+        )
+        added = [e for e in result.results if e.event == "ADD"]
+        if added:
+            by_text[entry.text] = (added[0].id, list(entry.dia_ids))
+    return len(by_text)
+
+
+def _metadata(entry: Entry, mode: Mode) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"dia_ids": list(entry.dia_ids), "session": entry.session}
+    if mode == "turns" and entry.dia_ids:
+        metadata["dia_id"] = entry.dia_ids[0]
+    return metadata
+
+
+@dataclass(slots=True)
+class _Tally:
+    questions: int = 0
+    recall: dict[int, float] = field(default_factory=lambda: dict.fromkeys(KS, 0.0))
+    hit: dict[int, float] = field(default_factory=lambda: dict.fromkeys(KS, 0.0))
+    rr: float = 0.0
+
+    def add(self, recall: dict[int, float], hit: dict[int, float], rr: float) -> None:
+        self.questions += 1
+        for k in KS:
+            self.recall[k] += recall[k]
+            self.hit[k] += hit[k]
+        self.rr += rr
+
+    def summary(self) -> dict[str, Any]:
+        n = self.questions or 1
+        return {
+            "questions": self.questions,
+            "recall": {str(k): 100 * v / n for k, v in self.recall.items()},
+            "hit": {str(k): 100 * v / n for k, v in self.hit.items()},
+            "mrr": self.rr / n,
+        }
+
+
+def score(evidence: Sequence[str], ranked: Sequence[Sequence[str]]) -> tuple[
+    dict[int, float], dict[int, float], float
+]:
+    """Recall@k, hit@k and reciprocal rank of one question, from the ranked memories' ids."""
+    wanted = set(evidence)
+    covered: set[str] = set()
+    recall: dict[int, float] = {}
+    hit: dict[int, float] = {}
+    first: int | None = None
+    for rank, ids in enumerate(ranked[: max(KS)], start=1):
+        covered.update(ids)
+        if first is None and wanted.intersection(ids):
+            first = rank
+        if rank in KS:
+            recall[rank] = len(wanted & covered) / len(wanted)
+            hit[rank] = 1.0 if wanted & covered else 0.0
+    for k in KS:  # fewer results than k
+        if k not in recall:
+            recall[k] = len(wanted & covered) / len(wanted)
+            hit[k] = 1.0 if wanted & covered else 0.0
+    return recall, hit, (1.0 / first if first else 0.0)
+
+
+def _questions(samples: Sequence[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for sample in samples:
+        for qa in sample["qa"]:
+            yield str(sample["sample_id"]), qa
+
+
+def evaluate(
+    memory: Memory, samples: Sequence[dict[str, Any]], search: SearchMode,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Search every question in its scope and score the top 50 against its evidence."""
+    per_category: dict[int, _Tally] = {}
+    paper = _Tally()
+    without_evidence = 0
+    total = sum(len(s["qa"]) for s in samples)
+    started = time.perf_counter()
+    for done, (user_id, qa) in enumerate(_questions(samples), start=1):
+        category = int(qa.get("category", 0))
+        evidence = normalise_evidence(qa.get("evidence") or [])
+        if not evidence:  # the paper counts these as found
+            without_evidence += 1
+            ones = dict.fromkeys(KS, 1.0)
+            paper.add(ones, ones, 1.0)
+        else:
+            hits = memory.search(str(qa["question"]), user_id=user_id, limit=max(KS), mode=search)
+            # Ties are ordered by the memories' first evidence id so that runs agree.
+            ranked = sorted(hits.results, key=_rank_key)
+            ids = [list(item.metadata.get("dia_ids") or []) for item in ranked]
+            recall, hit, rr = score(evidence, ids)
+            per_category.setdefault(category, _Tally()).add(recall, hit, rr)
+            paper.add(recall, hit, rr)
+        if progress:
+            progress(f"questions ({search})", done, total)
+    order = [c for c in CATEGORIES if c in per_category]
+    order += sorted(set(per_category) - set(CATEGORIES))
+    categories = {
+        str(c): {"name": CATEGORIES.get(c, str(c)), **per_category[c].summary()} for c in order
+    }
+    macro_cats = [per_category[c].summary() for c in MACRO_CATEGORIES if c in per_category]
+    macro: dict[str, Any] = {
+        metric: {str(k): sum(s[metric][str(k)] for s in macro_cats) / max(1, len(macro_cats))
+                 for k in KS}
+        for metric in ("recall", "hit")
+    }
+    macro["mrr"] = sum(s["mrr"] for s in macro_cats) / max(1, len(macro_cats))
+    return {
+        "search": search,
+        "categories": categories,
+        "macro_1_4": macro,
+        "paper_overall": paper.summary(),
+        "questions": total,
+        "questions_without_evidence": without_evidence,
+        "search_seconds": time.perf_counter() - started,
+    }
+
+
+def _rank_key(item: MemoryItem) -> tuple[float, int, int, str]:
+    """Best first; equal scores by first evidence id, then text, never by random ids."""
+    ids = item.metadata.get("dia_ids") or []
+    match = _EVIDENCE.fullmatch(str(ids[0])) if ids else None
+    session, turn = (int(match[1]), int(match[2])) if match else (1 << 30, 0)
+    return (-round(item.score or 0.0, 9), session, turn, item.memory)
+
+
+def default_memory() -> Memory:
+    """memkit's defaults (local embedder, SQLite store) in a throwaway in-RAM database."""
+    from memkit._memory import Memory
+
+    store = {"provider": "sqlite", "config": {"path": ":memory:"}}
+    return Memory.from_config({"vector_store": store})
+
+
+def run_locomo(
+    data_path: str | Path | None = None,
+    *,
+    mode: Mode = "turns",
+    search: SearchMode | Sequence[SearchMode] = "hybrid",
+    memory_factory: Callable[[], Memory] | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Ingest a LoCoMo file with ``mode`` and evaluate ``search`` (one mode or several).
+
+    With several search modes the memories are stored once and every mode is
+    evaluated on them; the result holds one entry per mode under ``runs``.
+    """
+    path = Path(data_path) if data_path is not None else default_data_path()
+    samples = load_samples(path)
+    searches: list[SearchMode] = [search] if isinstance(search, str) else list(search)
+    memory = (memory_factory or default_memory)()
+    try:
+        started = time.perf_counter()
+        stored = 0
+        for done, sample in enumerate(samples, start=1):
+            stored += ingest(memory, sample, mode)
+            if progress:
+                progress(f"ingest ({mode})", done, len(samples))
+        ingest_seconds = time.perf_counter() - started
+        runs = {s: evaluate(memory, samples, s, progress) for s in searches}
+    finally:
+        memory.close()
+    return {
+        "data": str(path),
+        "conversations": [str(s["sample_id"]) for s in samples],
+        "mode": mode,
+        "memories": stored,
+        "ingest_seconds": ingest_seconds,
+        "runs": runs,
+    }
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """A plain-text table per search mode: recall@k, hit@k and MRR by category."""
+    lines = [f"LoCoMo {report['mode']}: {len(report['conversations'])} conversations, "
+             f"{report['memories']} memories, {report['data']}"]
+    header = "  ".join(f"R@{k:<3}" for k in KS) + "  " + "  ".join(f"H@{k:<3}" for k in KS)
+    for search, run in report["runs"].items():
+        lines.append("")
+        lines.append(f"[{report['mode']} / {search}]  {run['questions']} questions, "
+                     f"{run['questions_without_evidence']} without evidence")
+        lines.append(f"{'category':<22}{'n':>5}  {header}  {'MRR':>5}")
+        rows = [(f"{c} {v['name']}", v) for c, v in run["categories"].items()]
+        rows.append(("macro 1-4", {**run["macro_1_4"], "questions": ""}))
+        rows.append(("paper-style overall", run["paper_overall"]))
+        for name, v in rows:
+            recall = "  ".join(f"{v['recall'][str(k)]:5.1f}" for k in KS)
+            hit = "  ".join(f"{v['hit'][str(k)]:5.1f}" for k in KS)
+            lines.append(f"{name:<22}{v['questions']!s:>5}  {recall}  {hit}  {v['mrr']:5.3f}")
+    return "\n".join(lines)
