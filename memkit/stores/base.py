@@ -122,6 +122,8 @@ class VectorStore(ABC):
     supports_keyword: ClassVar[bool] = False
     #: provider name used in config
     provider: ClassVar[str] = ""
+    #: operators (``"icontains"``) or combinators (``"NOT"``) this store rejects with FilterError
+    unsupported_filters: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self) -> None:
         self._write_lock = threading.Lock()
@@ -261,6 +263,13 @@ def cosine_to_score(cos: float) -> float:
 
 
 __all__ = [
-    "And", "Hit", "HistoryLike", "Record", "Vector", "VectorStore", "WriteBatch",
-    "cosine_to_score", "hash_filter",
+    "And",
+    "HistoryLike",
+    "Hit",
+    "Record",
+    "Vector",
+    "VectorStore",
+    "WriteBatch",
+    "cosine_to_score",
+    "hash_filter",
 ]

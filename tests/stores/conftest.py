@@ -1,40 +1,90 @@
-"""Store factories for the contract suite.
+"""Store factories for the contract and congruence suites.
 
-Every store backend registers one factory here; ``store`` is parametrised
-over all of them, so tests/stores/test_contract.py runs against each engine.
-A factory returns a fresh, empty, not-yet-opened store.
+Every store backend registers one :class:`StoreFactory` in ``FACTORIES``;
+``store_factory`` is parametrised over all of them, so
+tests/stores/test_contract.py and test_filter_congruence.py run against each
+engine. A factory is called ``factory(tmp_path_factory, name)`` and returns a
+fresh, empty, not-yet-opened store. A store that persists also gives
+``reopen(store)``: a second handle on the same collection (after the first is
+closed), which the persistence tests use.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 import pytest
 
 from memkit.stores.base import VectorStore
 from memkit.stores.memory import InMemoryStore
+from memkit.stores.sqlite import SQLiteStore
 
-StoreFactory = Callable[[pytest.TempPathFactory, str], VectorStore]
+
+@dataclass(frozen=True)
+class StoreFactory:
+    make: Callable[[pytest.TempPathFactory, str], VectorStore]
+    reopen: Callable[[VectorStore], VectorStore] | None = None
+
+    def __call__(self, tmp: pytest.TempPathFactory, name: str) -> VectorStore:
+        return self.make(tmp, name)
+
+    @property
+    def persistent(self) -> bool:
+        return self.reopen is not None
 
 
 def _memory(tmp: pytest.TempPathFactory, name: str) -> VectorStore:
     return InMemoryStore(collection_name=name)
 
 
+def _sqlite(tmp: pytest.TempPathFactory, name: str) -> VectorStore:
+    return SQLiteStore(os.fspath(tmp.mktemp("sqlite") / "memkit.db"), collection_name=name)
+
+
+def _reopen_sqlite(store: VectorStore) -> VectorStore:
+    assert isinstance(store, SQLiteStore)
+    return SQLiteStore(store.path, collection_name=store.collection_name)
+
+
 FACTORIES: dict[str, StoreFactory] = {
-    "memory": _memory,
+    "memory": StoreFactory(_memory),
+    "sqlite": StoreFactory(_sqlite, reopen=_reopen_sqlite),
 }
 
 
-@pytest.fixture(params=sorted(FACTORIES))
-def store_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], VectorStore]]:
-    made: list[VectorStore] = []
+@dataclass
+class Stores:
+    """Makes (and at teardown closes) stores of one backend for one test."""
 
-    def make(name: str = "contract") -> VectorStore:
-        store = FACTORIES[request.param](tmp_path_factory, name)
-        made.append(store)
+    name: str
+    factory: StoreFactory
+    tmp: pytest.TempPathFactory
+    made: list[VectorStore] = field(default_factory=list)
+
+    def __call__(self, collection: str = "contract") -> VectorStore:
+        return self._keep(self.factory(self.tmp, collection))
+
+    @property
+    def persistent(self) -> bool:
+        return self.factory.persistent
+
+    def reopen(self, store: VectorStore) -> VectorStore:
+        """A new handle on ``store``'s collection (close ``store`` first)."""
+        assert self.factory.reopen is not None, f"{self.name} does not persist"
+        return self._keep(self.factory.reopen(store))
+
+    def _keep(self, store: VectorStore) -> VectorStore:
+        self.made.append(store)
         return store
 
-    yield make
-    for store in made:
+
+@pytest.fixture(params=sorted(FACTORIES))
+def store_factory(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stores]:
+    stores = Stores(request.param, FACTORIES[request.param], tmp_path_factory)
+    yield stores
+    for store in stores.made:
         store.close()

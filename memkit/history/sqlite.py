@@ -1,0 +1,179 @@
+"""History in SQLite: a file of its own, or the sqlite vector store's file and connection.
+
+Standalone, ``SQLiteHistory("~/.memkit/history.db")`` keeps the log when the
+vector store is elsewhere. ``SQLiteStore.history()`` gives the same class over
+the store's own connection, so a memory write and its history rows commit in
+one transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from memkit._errors import ConfigError
+from memkit._models import HistoryRecord
+from memkit._time import to_datetime, to_iso
+from memkit.history.base import HistoryStore
+
+BUSY_TIMEOUT_SECONDS = 30.0
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+def check_identifier(name: str, what: str) -> str:
+    """A name that is safe to quote as an SQL identifier; raises ConfigError otherwise."""
+    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+        raise ConfigError(
+            f"invalid {what} {name!r}: use 1-63 letters, digits or underscores, not starting "
+            "with a digit"
+        )
+    return name
+
+
+class SQLiteConnection:
+    """One connection shared by threads behind a re-entrant lock, with explicit transactions.
+
+    ``write()`` opens ``BEGIN IMMEDIATE`` (taking the file's write lock, so other
+    processes wait rather than fail) and ``read()`` a snapshot; both nest, so an
+    outer transaction covers every statement made inside it.
+    """
+
+    def __init__(self, path: str) -> None:
+        if path != ":memory:":
+            path = os.path.expanduser(path)
+            parent = os.path.dirname(os.path.abspath(path))
+            os.makedirs(parent, exist_ok=True)
+        self.path = path
+        self.lock = threading.RLock()
+        self.conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
+        )
+        self.conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+        if path != ":memory:":
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+        self.conn.execute("PRAGMA foreign_keys = ON")
+        self.closed = False
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        with self._transaction("BEGIN IMMEDIATE") as conn:
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        with self._transaction("BEGIN") as conn:
+            yield conn
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+        with self.lock:
+            if self.closed:
+                raise sqlite3.ProgrammingError(f"the connection to {self.path} is closed")
+            if self.conn.in_transaction:
+                yield self.conn
+                return
+            self.conn.execute(begin)
+            try:
+                yield self.conn
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits to the file."""
+        with self.lock:
+            row = self.conn.execute("PRAGMA data_version").fetchone()
+            return int(row[0])
+
+    def close(self) -> None:
+        with self.lock:
+            if not self.closed:
+                self.closed = True
+                self.conn.close()
+
+
+_COLUMNS = (
+    "id", "memory_id", "event", "old_value", "new_value", "timestamp", "is_deleted",
+    "user_id", "agent_id", "run_id", "actor_id", "role",
+)
+
+
+class SQLiteHistory(HistoryStore):
+    """The history log in one SQLite table, oldest first, insertion order breaking ties."""
+
+    def __init__(self, db_path: str = "~/.memkit/history.db", *, table: str = "history") -> None:
+        self._init(SQLiteConnection(db_path), table, owns_connection=True)
+
+    @classmethod
+    def on_connection(cls, db: SQLiteConnection, table: str) -> SQLiteHistory:
+        """A history sharing ``db`` (and its transactions) with its owner, which closes it."""
+        history = cls.__new__(cls)
+        history._init(db, table, owns_connection=False)
+        return history
+
+    def _init(self, db: SQLiteConnection, table: str, *, owns_connection: bool) -> None:
+        self._db = db
+        self._table = check_identifier(table, "history table name")
+        self._owns_connection = owns_connection
+        with db.write() as conn:
+            conn.execute(
+                f'CREATE TABLE IF NOT EXISTS "{table}" ('
+                " seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL,"
+                " memory_id TEXT NOT NULL, event TEXT NOT NULL, old_value TEXT, new_value TEXT,"
+                " timestamp TEXT NOT NULL, is_deleted INTEGER NOT NULL DEFAULT 0,"
+                " user_id TEXT, agent_id TEXT, run_id TEXT, actor_id TEXT, role TEXT)"
+            )
+            conn.execute(
+                f'CREATE INDEX IF NOT EXISTS "{table}_memory"'
+                f' ON "{table}" (memory_id, timestamp, seq)'
+            )
+
+    def add(self, records: Sequence[HistoryRecord]) -> None:
+        if not records:
+            return
+        marks = ", ".join("?" * len(_COLUMNS))
+        with self._db.write() as conn:
+            conn.executemany(
+                f'INSERT INTO "{self._table}" ({", ".join(_COLUMNS)}) VALUES ({marks})',
+                [_to_row(r) for r in records],
+            )
+
+    def get(self, memory_id: str) -> list[HistoryRecord]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f'SELECT {", ".join(_COLUMNS)} FROM "{self._table}" WHERE memory_id = ?'
+                " ORDER BY timestamp, seq",
+                (memory_id,),
+            ).fetchall()
+        return [_from_row(row) for row in rows]
+
+    def reset(self) -> None:
+        with self._db.write() as conn:
+            conn.execute(f'DELETE FROM "{self._table}"')
+
+    def close(self) -> None:
+        if self._owns_connection:
+            self._db.close()
+
+
+def _to_row(record: HistoryRecord) -> tuple[Any, ...]:
+    return (
+        record.id, record.memory_id, record.event, record.old_value, record.new_value,
+        to_iso(record.timestamp), int(record.is_deleted), record.user_id, record.agent_id,
+        record.run_id, record.actor_id, record.role,
+    )
+
+
+def _from_row(row: Sequence[Any]) -> HistoryRecord:
+    values = dict(zip(_COLUMNS, row, strict=True))
+    values["timestamp"] = to_datetime(values["timestamp"])
+    values["is_deleted"] = bool(values["is_deleted"])
+    return HistoryRecord(**values)

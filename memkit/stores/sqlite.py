@@ -1,0 +1,701 @@
+"""The default store: one SQLite file, vectors searched with NumPy.
+
+Per collection the file holds ``<name>_records`` (text, built-in fields,
+metadata as JSON), ``<name>_vectors`` (float32 blobs), ``<name>_fts`` (an FTS5
+index of the text), ``<name>_changes`` (a log of vector changes, written by
+triggers) and ``<name>_history``. ``memkit_collections`` records each
+collection's dimension and embedding model.
+
+Searches run over an in-RAM matrix of unit vectors. Before each search the
+matrix catches up with the file: ``PRAGMA data_version`` says whether another
+connection committed, and the change log says which vectors changed, so writes
+by other processes are seen without reloading everything.
+
+Filters become SQL through :func:`translate`, a pure function whose results
+match :mod:`memkit._filters.evaluate` exactly::
+
+    >>> translate(Condition(field="user_id", operator="eq", value="alice"))
+    ('user_id IS ?', ['alice'])
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from memkit._errors import ConfigError, FilterError, VectorStoreError
+from memkit._filters import BUILTIN_FIELDS, And, Condition, Filter, Not, Or, check_field_name
+from memkit.history.sqlite import SQLiteConnection, SQLiteHistory, check_identifier
+from memkit.stores.base import HistoryLike, Hit, Record, Vector, VectorStore, WriteBatch
+from memkit.stores.base import cosine_to_score as _score
+
+LOWER_FUNCTION = "memkit_lower"
+_META = "memkit_collections"
+_RECORD_COLUMNS = (
+    "id", "memory", "hash", "created_at", "updated_at", "user_id", "agent_id", "run_id",
+    "metadata",
+)
+_SELECT = ", ".join(_RECORD_COLUMNS)
+# The change log is trimmed to its newest _LOG_KEEP entries once it exceeds _LOG_MAX.
+_LOG_MAX = 100_000
+_LOG_KEEP = 50_000
+
+SQL = tuple[str, list[Any]]
+
+
+# -- filter translation ---------------------------------------------------------
+
+
+def translate(expr: Filter | None) -> SQL:
+    """A parameterised SQL condition over a records table, equal to the reference evaluator.
+
+    Every sub-expression is two-valued (never NULL), so ``NOT`` is the exact
+    complement. Field names travel as JSON-path parameters, never as SQL text.
+    ``icontains`` calls the ``memkit_lower`` function the store registers.
+    """
+    if expr is None:
+        return "1", []
+    if isinstance(expr, Condition):
+        return _condition(expr)
+    if isinstance(expr, Not):
+        sql, params = translate(expr.item)
+        return f"NOT ({sql})", params
+    if not expr.items:
+        return ("1" if isinstance(expr, And) else "0"), []
+    parts = [translate(item) for item in expr.items]
+    joiner = " AND " if isinstance(expr, And) else " OR "
+    assert isinstance(expr, And | Or)
+    return "(" + joiner.join(sql for sql, _ in parts) + ")", [p for _, ps in parts for p in ps]
+
+
+class _Column:
+    """A built-in field: a TEXT column, or NULL when missing."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def text(self, template: str, params: list[Any]) -> SQL:
+        if template == "{v} = ?":
+            return f"{self.name} IS ?", params
+        return f"({self.name} IS NOT NULL AND {template.format(v=self.name)})", params
+
+    def number(self, template: str, params: list[Any]) -> SQL:
+        return "0", []
+
+    def boolean(self, value: bool) -> SQL:
+        return "0", []
+
+    def element(self, condition: str, params: list[Any]) -> SQL:
+        return "0", []
+
+
+class _MetadataKey:
+    """A key of the metadata JSON, addressed by a JSON path passed as a parameter."""
+
+    def __init__(self, name: str) -> None:
+        self.path = f'$."{name}"'
+
+    def text(self, template: str, params: list[Any]) -> SQL:
+        value = template.format(v="json_extract(metadata, ?)")
+        return (
+            f"(json_type(metadata, ?) IS 'text' AND {value})",
+            [self.path, self.path, *params],
+        )
+
+    def number(self, template: str, params: list[Any]) -> SQL:
+        value = template.format(v="json_extract(metadata, ?)")
+        return (
+            f"(IFNULL(json_type(metadata, ?), '') IN ('integer', 'real') AND {value})",
+            [self.path, self.path, *params],
+        )
+
+    def boolean(self, value: bool) -> SQL:
+        return f"json_type(metadata, ?) IS '{'true' if value else 'false'}'", [self.path]
+
+    def element(self, condition: str, params: list[Any]) -> SQL:
+        """A list field with an element (``type``, ``value`` of json_each) meeting ``condition``."""
+        return (
+            "(json_type(metadata, ?) IS 'array' AND EXISTS"
+            f" (SELECT 1 FROM json_each(metadata, ?) WHERE {condition}))",
+            [self.path, self.path, *params],
+        )
+
+
+_Field = _Column | _MetadataKey
+_ORDER = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+
+def _condition(cond: Condition) -> SQL:
+    name = check_field_name(cond.field)
+    op, target = cond.operator, cond.value
+    if op in ("ne", "nin"):
+        positive = cond.model_copy(update={"operator": "eq" if op == "ne" else "in"})
+        sql, params = _condition(positive)
+        return f"NOT ({sql})", params
+    field: _Field = _Column(name) if name in BUILTIN_FIELDS else _MetadataKey(name)
+    if op == "in":
+        assert isinstance(target, tuple)
+        return _in(field, target)
+    assert not isinstance(target, tuple)
+    if op == "eq":
+        return _in(field, (target,))
+    if op in _ORDER:
+        template = f"{{v}} {_ORDER[op]} ?"
+        if isinstance(target, str):
+            return field.text(template, [target])
+        return field.number(template, [_number(target)])
+    if op == "contains":
+        return _contains(field, target)
+    assert op == "icontains" and isinstance(target, str)
+    needle = target.lower()
+    return _any(
+        field.text(f"instr({LOWER_FUNCTION}({{v}}), ?) > 0", [needle]),
+        field.element(f"type = 'text' AND {LOWER_FUNCTION}(value) = ?", [needle]),
+    )
+
+
+def _in(field: _Field, targets: tuple[str | int | float | bool, ...]) -> SQL:
+    texts = [t for t in targets if isinstance(t, str)]
+    numbers = [_number(t) for t in targets if not isinstance(t, str | bool)]
+    booleans = sorted({t for t in targets if isinstance(t, bool)})
+    parts: list[SQL] = []
+    if len(texts) == 1:
+        parts.append(field.text("{v} = ?", texts))
+    elif texts:
+        parts.append(field.text(f"{{v}} IN ({_marks(len(texts))})", texts))
+    if numbers:
+        parts.append(field.number(f"{{v}} IN ({_marks(len(numbers))})", numbers))
+    parts.extend(field.boolean(b) for b in booleans)
+    return _any(*parts)
+
+
+def _contains(field: _Field, target: str | int | float | bool) -> SQL:
+    if isinstance(target, bool):
+        kind = "true" if target else "false"
+        return field.element(f"type = '{kind}'", [])
+    if isinstance(target, str):
+        return _any(
+            field.text("instr({v}, ?) > 0", [target]),
+            field.element("type = 'text' AND value = ?", [target]),
+        )
+    return field.element("type IN ('integer', 'real') AND value = ?", [_number(target)])
+
+
+def _any(*parts: SQL) -> SQL:
+    parts = tuple(p for p in parts if p[0] != "0")
+    if not parts:
+        return "0", []
+    if len(parts) == 1:
+        return parts[0]
+    return "(" + " OR ".join(sql for sql, _ in parts) + ")", [p for _, ps in parts for p in ps]
+
+
+def _number(value: int | float | str | bool) -> int | float:
+    assert isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise FilterError(f"{value} is outside SQLite's 64-bit integer range")
+    return value
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def _lower(value: str | bytes | int | float | None) -> str | bytes | int | float | None:
+    return value.lower() if isinstance(value, str) else value
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 query matching any of the words of ``text``, each quoted so it is never syntax."""
+    words = [w for w in text.split() if any(ch.isalnum() for ch in w)]
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words) or None
+
+
+# -- the in-RAM matrix -------------------------------------------------------------
+
+
+class _VectorIndex:
+    """Unit vectors keyed by record ``seq`` (sorted), with tombstones for deletions."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self.seqs: npt.NDArray[np.int64] = np.empty(0, np.int64)
+        self.vectors: npt.NDArray[np.float32] = np.empty((0, dimension), np.float32)
+        self.alive: npt.NDArray[np.bool_] = np.empty(0, np.bool_)
+        self.size = 0
+        self.dead = 0
+
+    def load(self, seqs: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
+        order = np.argsort(seqs, kind="stable")
+        self.seqs, self.vectors = seqs[order], _unit(vectors[order])
+        self.alive = np.ones(len(seqs), np.bool_)
+        self.size, self.dead = len(seqs), 0
+
+    def upsert(self, seqs: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
+        vectors = _unit(vectors)
+        pos = self._find(seqs)
+        known = pos >= 0
+        if known.any():
+            self.dead -= int(np.count_nonzero(~self.alive[pos[known]]))
+            self.vectors[pos[known]] = vectors[known]
+            self.alive[pos[known]] = True
+        if known.all():
+            return
+        seqs, vectors = seqs[~known], vectors[~known]
+        order = np.argsort(seqs, kind="stable")
+        seqs, vectors = seqs[order], vectors[order]
+        if self.size and seqs[0] < self.seqs[self.size - 1]:
+            live = slice(0, self.size)
+            self.load(
+                np.concatenate([self.seqs[live], seqs]),
+                np.concatenate([self.vectors[live], vectors]),
+            )
+            return
+        end = self.size + len(seqs)
+        if end > len(self.seqs):
+            capacity = max(end, 2 * len(self.seqs), 64)
+            self.seqs = np.resize(self.seqs, capacity)
+            self.alive = np.resize(self.alive, capacity)
+            grown = np.empty((capacity, self.dimension), np.float32)
+            grown[: self.size] = self.vectors[: self.size]
+            self.vectors = grown
+        self.seqs[self.size : end] = seqs
+        self.vectors[self.size : end] = vectors
+        self.alive[self.size : end] = True
+        self.size = end
+
+    def remove(self, seqs: npt.NDArray[np.int64]) -> None:
+        pos = self._find(seqs)
+        pos = pos[pos >= 0]
+        self.dead += int(np.count_nonzero(self.alive[pos]))
+        self.alive[pos] = False
+        if self.dead > 1024 and 4 * self.dead > self.size:
+            keep = self.alive[: self.size]
+            self.seqs, self.vectors = self.seqs[: self.size][keep], self.vectors[: self.size][keep]
+            self.size, self.dead = len(self.seqs), 0
+            self.alive = np.ones(self.size, np.bool_)
+
+    def positions(self, seqs: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        pos = self._find(seqs)
+        pos = pos[pos >= 0]
+        return pos[self.alive[pos]]
+
+    def _find(self, seqs: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        """Positions of ``seqs``, -1 where absent."""
+        pos = np.searchsorted(self.seqs[: self.size], seqs)
+        inside = pos < self.size
+        found = np.zeros(len(seqs), np.bool_)
+        found[inside] = self.seqs[pos[inside]] == seqs[inside]
+        return np.where(found, pos, -1)
+
+    def top(
+        self, query: Vector, limit: int, positions: npt.NDArray[np.intp] | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        if positions is None:
+            sims = self.vectors[: self.size] @ query
+            if self.dead:
+                sims[~self.alive[: self.size]] = -np.inf
+            available, seqs = self.size - self.dead, self.seqs[: self.size]
+        else:
+            sims = self.vectors[positions] @ query
+            available, seqs = len(positions), self.seqs[positions]
+        k = min(limit, available)
+        if k <= 0:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        best = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+        best = best[np.argsort(-sims[best], kind="stable")]
+        return seqs[best], sims[best]
+
+
+def _unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit: npt.NDArray[np.float32] = np.divide(
+        vectors, norms, out=np.zeros_like(vectors), where=norms > 0
+    )
+    return unit
+
+
+# -- the store -----------------------------------------------------------------------
+
+
+class SQLiteStore(VectorStore):
+    """Records, vectors, a full-text index and the history in one SQLite file.
+
+    >>> store = SQLiteStore(":memory:")
+    >>> store.open(dimension=384, model="all-MiniLM-L6-v2")
+    """
+
+    provider: ClassVar[str] = "sqlite"
+    supports_keyword: ClassVar[bool] = True
+
+    def __init__(self, path: str = "~/.memkit/memkit.db", collection_name: str = "memkit") -> None:
+        super().__init__()
+        self.collection_name = check_identifier(collection_name, "collection name")
+        self._db = SQLiteConnection(path)
+        self._db.conn.create_function(LOWER_FUNCTION, 1, _lower, deterministic=True)
+        self._records = f'"{collection_name}_records"'
+        self._vectors = f'"{collection_name}_vectors"'
+        self._changes = f'"{collection_name}_changes"'
+        self._fts = f'"{collection_name}_fts"'
+        self._dimension: int | None = None
+        self._index: _VectorIndex | None = None
+        self._last_change = 0
+        self._seen_version: int | None = None
+        self._dirty = True
+        self._history: SQLiteHistory | None = None
+        with self._write() as conn:
+            self._create_schema(conn)
+
+    @property
+    def path(self) -> str:
+        return self._db.path
+
+    def _create_schema(self, conn: sqlite3.Connection) -> None:
+        c = self.collection_name
+        r, v, ch, fts = self._records, self._vectors, self._changes, self._fts
+        forget = f"INSERT INTO {fts} ({fts}, rowid, memory) VALUES ('delete', old.seq, old.memory);"
+        statements = [
+            f"CREATE TABLE IF NOT EXISTS {_META} (name TEXT PRIMARY KEY,"
+            " dimension INTEGER NOT NULL, model TEXT NOT NULL,"
+            " log_floor INTEGER NOT NULL DEFAULT 0)",
+            f"CREATE TABLE IF NOT EXISTS {r} (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+            " id TEXT NOT NULL UNIQUE, memory TEXT NOT NULL, hash TEXT NOT NULL,"
+            " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, user_id TEXT, agent_id TEXT,"
+            " run_id TEXT, metadata TEXT NOT NULL DEFAULT '{}')",
+            *(
+                f'CREATE INDEX IF NOT EXISTS "{c}_records_{s}" ON {r} ({s})'
+                for s in ("user_id", "agent_id", "run_id")
+            ),
+            f"CREATE TABLE IF NOT EXISTS {v} (rec INTEGER PRIMARY KEY"
+            f" REFERENCES {r} (seq) ON DELETE CASCADE, vector BLOB NOT NULL)",
+            f"CREATE TABLE IF NOT EXISTS {ch} (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+            " rec INTEGER NOT NULL)",
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(memory,"
+            f" content='{c}_records', content_rowid='seq')",
+            *(
+                f'CREATE TRIGGER IF NOT EXISTS "{c}_vectors_{event.lower()}" AFTER {event} ON {v}'
+                f" BEGIN INSERT INTO {ch} (rec) VALUES ({row}.rec); END"
+                for event, row in (("INSERT", "new"), ("UPDATE", "new"), ("DELETE", "old"))
+            ),
+            f'CREATE TRIGGER IF NOT EXISTS "{c}_fts_insert" AFTER INSERT ON {r}'
+            f" BEGIN INSERT INTO {fts} (rowid, memory) VALUES (new.seq, new.memory); END",
+            f'CREATE TRIGGER IF NOT EXISTS "{c}_fts_delete" AFTER DELETE ON {r}'
+            f" BEGIN {forget} END",
+            f'CREATE TRIGGER IF NOT EXISTS "{c}_fts_update" AFTER UPDATE OF memory ON {r}'
+            f" BEGIN {forget} INSERT INTO {fts} (rowid, memory) VALUES (new.seq, new.memory); END",
+        ]
+        for statement in statements:
+            conn.execute(statement)
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        try:
+            with self._db.write() as conn:
+                yield conn
+        except sqlite3.Error as exc:
+            raise VectorStoreError(f"sqlite store {self.path}: {exc}") from exc
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        try:
+            with self._db.read() as conn:
+                yield conn
+        except sqlite3.Error as exc:
+            raise VectorStoreError(f"sqlite store {self.path}: {exc}") from exc
+
+    # -- lifecycle ---------------------------------------------------------------
+    def open(self, dimension: int, model: str) -> None:
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension <= 0:
+            raise ConfigError(f"dimension must be a positive integer, got {dimension!r}")
+        with self._write() as conn:
+            row = conn.execute(
+                f"SELECT dimension, model FROM {_META} WHERE name = ?", (self.collection_name,)
+            ).fetchone()
+            if row is None:
+                conn.execute(
+                    f"INSERT INTO {_META} (name, dimension, model) VALUES (?, ?, ?)",
+                    (self.collection_name, dimension, model),
+                )
+            elif tuple(row) != (dimension, model):
+                raise ConfigError(
+                    f"collection {self.collection_name!r} in {self.path} holds {row[0]}-dimensional"
+                    f" vectors of {row[1]!r}; got {dimension}-dimensional vectors of {model!r}"
+                )
+        self._dimension = dimension
+
+    def close(self) -> None:
+        self._db.close()
+
+    def history(self) -> SQLiteHistory:
+        """The history log in this file, written in the same transactions as the records."""
+        if self._history is None:
+            self._history = SQLiteHistory.on_connection(
+                self._db, f"{self.collection_name}_history"
+            )
+        return self._history
+
+    def reset(self) -> None:
+        with self._write() as conn:
+            conn.execute(f"DELETE FROM {self._records}")
+            last = self._log_bounds(conn)[1]
+            conn.execute(f"DELETE FROM {self._changes}")
+            conn.execute(
+                f"UPDATE {_META} SET log_floor = MAX(log_floor, ?) WHERE name = ?",
+                (last, self.collection_name),
+            )
+            self._dirty = True
+
+    # -- writes --------------------------------------------------------------------
+    def insert(self, records: Sequence[Record]) -> None:
+        rows = []
+        for record in records:
+            if record.vector is None:
+                raise VectorStoreError(f"record {record.id} has no vector")
+            rows.append((_record_row(record), self._blob(record.vector)))
+        with self._write() as conn:
+            for row, blob in rows:
+                (seq,) = conn.execute(
+                    f"INSERT INTO {self._records} ({_SELECT}) VALUES ({_marks(len(row))})"
+                    " ON CONFLICT (id) DO UPDATE SET "
+                    + ", ".join(f"{c} = excluded.{c}" for c in _RECORD_COLUMNS[1:])
+                    + " RETURNING seq",
+                    row,
+                ).fetchone()
+                conn.execute(
+                    f"INSERT INTO {self._vectors} (rec, vector) VALUES (?, ?)"
+                    " ON CONFLICT (rec) DO UPDATE SET vector = excluded.vector",
+                    (seq, blob),
+                )
+            self._after_write(conn)
+
+    def update(self, record: Record) -> None:
+        row = _record_row(record)
+        blob = None if record.vector is None else self._blob(record.vector)
+        with self._write() as conn:
+            found = conn.execute(
+                f"UPDATE {self._records} SET "
+                + ", ".join(f"{c} = ?" for c in _RECORD_COLUMNS[1:])
+                + " WHERE id = ? RETURNING seq",
+                (*row[1:], record.id),
+            ).fetchone()
+            if found is None:
+                raise VectorStoreError(f"no record {record.id} to update")
+            if blob is not None:
+                conn.execute(
+                    f"UPDATE {self._vectors} SET vector = ? WHERE rec = ?", (blob, found[0])
+                )
+                self._after_write(conn)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        with self._write() as conn:
+            conn.execute(
+                f"DELETE FROM {self._records} WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(ids)),),
+            )
+            self._after_write(conn)
+
+    def apply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
+        """The dedup check, the writes and the history rows in one ``BEGIN IMMEDIATE`` transaction.
+
+        With ``history=store.history()`` the history rows share the transaction;
+        another history store writes inside it, so its failure rolls the records back.
+        """
+        with self._write():
+            return super().apply(batch, history)
+
+    def _after_write(self, conn: sqlite3.Connection) -> None:
+        self._dirty = True
+        first, last = self._log_bounds(conn)
+        if last - first > _LOG_MAX:
+            floor = last - _LOG_KEEP
+            conn.execute(f"DELETE FROM {self._changes} WHERE seq <= ?", (floor,))
+            conn.execute(
+                f"UPDATE {_META} SET log_floor = ? WHERE name = ?", (floor, self.collection_name)
+            )
+
+    def _log_bounds(self, conn: sqlite3.Connection) -> tuple[int, int]:
+        first, last = conn.execute(
+            f"SELECT (SELECT MIN(seq) FROM {self._changes}), (SELECT MAX(seq) FROM {self._changes})"
+        ).fetchone()
+        return int(first or 0), int(last or 0)
+
+    # -- reads -----------------------------------------------------------------------
+    def get(self, id: str) -> Record | None:
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {_SELECT} FROM {self._records} WHERE id = ?", (id,)
+            ).fetchone()
+        return None if row is None else _record(row)
+
+    def search(self, vector: Vector, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+        query = _unit(self._check(vector)[None, :])[0]
+        where, params = translate(filter)
+        if limit <= 0:
+            return []
+        with self._db.lock:
+            version = self._db.data_version()
+            with self._read() as conn:
+                index = self._synced(conn, version)
+                positions = None
+                if filter is not None:
+                    rows = conn.execute(
+                        f"SELECT seq FROM {self._records} WHERE {where}", params
+                    ).fetchall()
+                    positions = index.positions(np.array([r[0] for r in rows], np.int64))
+                seqs, sims = index.top(query, limit, positions)
+                records = self._by_seq(conn, seqs.tolist())
+        return [
+            Hit(records[s], _score(float(sim)))
+            for s, sim in zip(seqs.tolist(), sims.tolist(), strict=True)
+            if s in records
+        ]
+
+    def keyword_search(self, text: str, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+        query = fts_query(text)
+        where, params = translate(filter)
+        if query is None or limit <= 0:
+            return []
+        fts = self._fts
+        scoped = ""
+        if filter is not None:
+            scoped = f" AND rowid IN (SELECT seq FROM {self._records} WHERE {where})"
+        with self._read() as conn:
+            ranked = conn.execute(
+                f"SELECT rowid, bm25({fts}) FROM {fts} WHERE {fts} MATCH ?{scoped}"
+                f" ORDER BY bm25({fts}), rowid LIMIT ?",
+                [query, *(params if filter is not None else []), limit],
+            ).fetchall()
+            records = self._by_seq(conn, [seq for seq, _ in ranked])
+        if not ranked:
+            return []
+        best = min(rank for _, rank in ranked)
+        return [
+            Hit(records[seq], min(1.0, max(0.0, rank / best)) if best < 0 else 1.0)
+            for seq, rank in ranked
+            if seq in records
+        ]
+
+    def _by_seq(self, conn: sqlite3.Connection, seqs: list[int]) -> dict[int, Record]:
+        if not seqs:
+            return {}
+        rows = conn.execute(
+            f"SELECT seq, {_SELECT} FROM {self._records}"
+            " WHERE seq IN (SELECT value FROM json_each(?))",
+            (json.dumps(seqs),),
+        ).fetchall()
+        return {row[0]: _record(row[1:]) for row in rows}
+
+    # -- the matrix ------------------------------------------------------------------
+    def _dimension_or_fail(self) -> int:
+        if self._dimension is None:
+            with self._read() as conn:
+                row = conn.execute(
+                    f"SELECT dimension FROM {_META} WHERE name = ?", (self.collection_name,)
+                ).fetchone()
+            if row is None:
+                raise VectorStoreError(
+                    f"collection {self.collection_name!r} is not open; call open(dimension, model)"
+                )
+            self._dimension = int(row[0])
+        return self._dimension
+
+    def _check(self, vector: Vector) -> Vector:
+        dimension = self._dimension_or_fail()
+        array = np.asarray(vector, dtype=np.float32)
+        if array.shape != (dimension,):
+            raise VectorStoreError(
+                f"vector has shape {array.shape}, the collection holds {dimension} dimensions"
+            )
+        if not np.isfinite(array).all():
+            raise VectorStoreError("vector holds NaN or infinite values")
+        return array
+
+    def _blob(self, vector: Vector) -> bytes:
+        return self._check(vector).tobytes()
+
+    def _synced(self, conn: sqlite3.Connection, version: int) -> _VectorIndex:
+        """The matrix, caught up with the file (call inside a read transaction)."""
+        index = self._index
+        if index is not None and not self._dirty and version == self._seen_version:
+            return index
+        row = conn.execute(
+            f"SELECT log_floor FROM {_META} WHERE name = ?", (self.collection_name,)
+        ).fetchone()
+        floor = int(row[0]) if row else 0
+        if index is None or self._last_change < floor:
+            index = _VectorIndex(self._dimension_or_fail())
+            rows = conn.execute(f"SELECT rec, vector FROM {self._vectors} ORDER BY rec").fetchall()
+            index.load(np.array([r[0] for r in rows], np.int64), self._unpack(rows))
+        else:
+            rows = conn.execute(
+                f"SELECT c.rec, v.vector FROM (SELECT DISTINCT rec FROM {self._changes}"
+                f" WHERE seq > ?) AS c LEFT JOIN {self._vectors} AS v ON v.rec = c.rec",
+                (self._last_change,),
+            ).fetchall()
+            present = [r for r in rows if r[1] is not None]
+            gone = [r[0] for r in rows if r[1] is None]
+            if present:
+                index.upsert(np.array([r[0] for r in present], np.int64), self._unpack(present))
+            if gone:
+                index.remove(np.array(gone, np.int64))
+        self._last_change = max(floor, self._log_bounds(conn)[1])
+        self._index, self._seen_version, self._dirty = index, version, False
+        return index
+
+    def _unpack(self, rows: list[Any]) -> npt.NDArray[np.float32]:
+        dimension = self._dimension_or_fail()
+        if not rows:
+            return np.empty((0, dimension), np.float32)
+        return np.frombuffer(b"".join(r[1] for r in rows), np.float32).reshape(-1, dimension).copy()
+
+
+    def list(
+        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+    ) -> tuple[list[Record], str | None]:
+        where, params = translate(filter)
+        if cursor is not None:
+            where, params = f"({where}) AND id > ?", [*params, cursor]
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_SELECT} FROM {self._records} WHERE {where} ORDER BY id LIMIT ?",
+                [*params, max(limit, 0) + 1],
+            ).fetchall()
+        page = [_record(row) for row in rows[:limit]]
+        return page, (page[-1].id if len(rows) > limit and page else None)
+
+    def count(self, filter: Filter | None = None) -> int:
+        where, params = translate(filter)
+        with self._read() as conn:
+            (n,) = conn.execute(
+                f"SELECT count(*) FROM {self._records} WHERE {where}", params
+            ).fetchone()
+        return int(n)
+
+
+def _record_row(record: Record) -> tuple[Any, ...]:
+    try:
+        metadata = json.dumps(
+            record.metadata, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+        )
+    except (TypeError, ValueError) as exc:
+        raise VectorStoreError(f"metadata of record {record.id} is not JSON: {exc}") from None
+    return (
+        record.id, record.memory, record.hash, record.created_at, record.updated_at,
+        record.user_id, record.agent_id, record.run_id, metadata,
+    )
+
+
+def _record(row: Sequence[Any]) -> Record:
+    id, memory, hash, created_at, updated_at, user_id, agent_id, run_id, metadata = row
+    return Record(
+        id=id, memory=memory, hash=hash, created_at=created_at, updated_at=updated_at,
+        user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=json.loads(metadata),
+    )
