@@ -49,9 +49,9 @@ class CustomPrompts(_Section):
 
 class SearchConfig(_Section):
     mode: Literal["hybrid", "vector", "keyword"] | None = None
-    vector_weight: float = Field(0.7, ge=0)
-    keyword_weight: float = Field(0.3, ge=0)
-    candidates: int = Field(50, ge=1)
+    vector_weight: float = Field(default=0.7, ge=0)
+    keyword_weight: float = Field(default=0.3, ge=0)
+    candidates: int = Field(default=50, ge=1)
 
 
 class MemoryConfig(_Section):
@@ -64,7 +64,7 @@ class MemoryConfig(_Section):
     custom_prompts: CustomPrompts = Field(default_factory=CustomPrompts)
     search: SearchConfig = Field(default_factory=SearchConfig)
     graph_store: dict[str, Any] | None = None  # reserved
-    candidates_per_fact: int = Field(5, ge=1, le=50)
+    candidates_per_fact: int = Field(default=5, ge=1, le=50)
 
     @field_validator("llm", "embedder", "vector_store", mode="before")
     @classmethod

@@ -27,7 +27,7 @@ def load_object(path: str) -> Any:
 def import_litellm() -> Any:
     """litellm, imported so that it does not fetch its price list from the network."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    litellm = require("litellm", "core")
+    litellm: Any = require("litellm", "core")
     litellm.telemetry = False
     litellm.suppress_debug_info = True
     return litellm

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Coroutine
 from datetime import datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 from memkit._config import MemoryConfig, default_llm_config
 from memkit._errors import ConfigError
@@ -54,8 +54,8 @@ def _build(kind: str, registry: dict[str, str], provider: str, options: dict[str
         raise ConfigError(f"invalid {kind} config for {provider!r}: {exc}") from exc
 
 
-class _Flows:
-    """The public operations, each returning a flow; the shells run them."""
+class _Shell:
+    """Construction and components, shared by Memory and AsyncMemory."""
 
     config: MemoryConfig
     _runtime: Runtime
@@ -96,7 +96,7 @@ class _Flows:
         return _build("history", HISTORIES, cfg.history.provider, options)  # type: ignore[no-any-return]
 
     @classmethod
-    def from_config(cls: type[T], config_dict: dict[str, Any], **components: Any) -> T:
+    def from_config(cls, config_dict: dict[str, Any], **components: Any) -> Self:
         """Build from a config dict; components (llm=, embedder=, ...) override it."""
         return cls(MemoryConfig.model_validate(config_dict), **components)
 
@@ -112,124 +112,144 @@ class _Flows:
     def llm(self) -> LLM:
         return self._runtime.llm
 
-    def add(
-        self,
-        messages: str | dict[str, Any] | list[dict[str, Any]],
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        filters: dict[str, Any] | None = None,
-        prompt: str | None = None,
-        infer: bool = True,
-        timestamp: Timestamp | None = None,
-    ) -> Flow[AddResult]:
-        """Remember a conversation. With ``infer=True`` an LLM extracts facts and decides,
-        against what the scope already holds, whether to ADD, UPDATE, DELETE or do nothing;
-        with ``infer=False`` each message is stored as it is."""
-        prompts = self.config.custom_prompts
-        request = AddRequest(
-            messages=messages_of(messages),
-            scope=Scope.of(user_id, agent_id, run_id),
-            metadata=metadata_of(metadata),
-            filters=parse_filter(filters),
-            prompt=prompt,
-            infer=bool(infer),
-            timestamp=to_iso(timestamp if timestamp is not None else utcnow()),
-            extraction_prompt=prompts.fact_extraction,
-            decision_prompt=prompts.update_decision,
-            candidates_per_fact=self.config.candidates_per_fact,
-        )
-        return add_flow(request)
 
-    def search(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        limit: int = 100,
-        filters: dict[str, Any] | None = None,
-        threshold: float | None = None,
-        mode: SearchMode | None = None,
-    ) -> Flow[SearchResult]:
-        """Memories of the scope most relevant to ``query``, highest score first.
-
-        ``mode`` is "hybrid" (default where the store has keyword search), "vector" or
-        "keyword"; ``threshold`` drops results scoring below it."""
-        scope = Scope.of(user_id, agent_id, run_id)
-        return search_flow(query, all_of(scope.filter(), parse_filter(filters)), limit_of(limit),
-                           threshold, mode, self._search, self._runtime.store.supports_keyword)
-
-    def get(self, memory_id: str) -> Flow[MemoryItem | None]:
-        """The memory with this id, or ``None``."""
-        return get_flow(memory_id)
-
-    def get_all(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        filters: dict[str, Any] | None = None,
-        limit: int = 100,
-    ) -> Flow[SearchResult]:
-        """The scope's memories (matching ``filters``), newest first."""
-        scope = Scope.of(user_id, agent_id, run_id)
-        return get_all_flow(all_of(scope.filter(), parse_filter(filters)), limit_of(limit))
-
-    def update(
-        self, memory_id: str, text: str, *, metadata: dict[str, Any] | None = None
-    ) -> Flow[MemoryItem]:
-        """Replace a memory's text (re-embedded); ``metadata`` is merged into its metadata."""
-        return update_flow(memory_id, text, metadata_of(metadata), to_iso(utcnow()))
-
-    def delete(self, memory_id: str) -> Flow[None]:
-        """Delete one memory; its history stays readable. Unknown id: NotFoundError."""
-        return delete_flow(memory_id, to_iso(utcnow()))
-
-    def delete_all(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        filters: dict[str, Any] | None = None,
-    ) -> Flow[int]:
-        """Delete every memory of the scope (matching ``filters``); returns how many."""
-        scope = Scope.of(user_id, agent_id, run_id)
-        return delete_all_flow(scope, parse_filter(filters), to_iso(utcnow()))
-
-    def history(self, memory_id: str) -> Flow[list[HistoryRecord]]:
-        """Every change to a memory, oldest first."""
-        return history_flow(memory_id)
-
-    def reset(self) -> Flow[None]:
-        """Delete every memory and all history."""
-        return reset_flow()
+def _add(
+    self: _Shell,
+    /,
+    messages: str | dict[str, Any] | list[dict[str, Any]],
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    filters: dict[str, Any] | None = None,
+    prompt: str | None = None,
+    infer: bool = True,
+    timestamp: Timestamp | None = None,
+) -> Flow[AddResult]:
+    """Remember a conversation. With ``infer=True`` an LLM extracts facts and decides,
+    against what the scope already holds, whether to ADD, UPDATE, DELETE or do nothing;
+    with ``infer=False`` each message is stored as it is."""
+    prompts = self.config.custom_prompts
+    request = AddRequest(
+        messages=messages_of(messages),
+        scope=Scope.of(user_id, agent_id, run_id),
+        metadata=metadata_of(metadata),
+        filters=parse_filter(filters),
+        prompt=prompt,
+        infer=bool(infer),
+        timestamp=to_iso(timestamp if timestamp is not None else utcnow()),
+        extraction_prompt=prompts.fact_extraction,
+        decision_prompt=prompts.update_decision,
+        candidates_per_fact=self.config.candidates_per_fact,
+    )
+    return add_flow(request)
 
 
-def _sync(op: Callable[Concatenate[Any, P], Flow[T]]) -> Callable[Concatenate[Any, P], T]:
+def _search(
+    self: _Shell,
+    /,
+    query: str,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    limit: int = 100,
+    filters: dict[str, Any] | None = None,
+    threshold: float | None = None,
+    mode: SearchMode | None = None,
+) -> Flow[SearchResult]:
+    """Memories of the scope most relevant to ``query``, highest score first.
+
+    ``mode`` is "hybrid" (default where the store has keyword search), "vector" or
+    "keyword"; ``threshold`` drops results scoring below it."""
+    scope = Scope.of(user_id, agent_id, run_id)
+    return search_flow(query, all_of(scope.filter(), parse_filter(filters)), limit_of(limit),
+                       threshold, mode, self._search, self._runtime.store.supports_keyword)
+
+
+def _get(self: _Shell, /, memory_id: str) -> Flow[MemoryItem | None]:
+    """The memory with this id, or ``None``."""
+    return get_flow(memory_id)
+
+
+def _get_all(
+    self: _Shell,
+    /,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    filters: dict[str, Any] | None = None,
+    limit: int = 100,
+) -> Flow[SearchResult]:
+    """The scope's memories (matching ``filters``), newest first."""
+    scope = Scope.of(user_id, agent_id, run_id)
+    return get_all_flow(all_of(scope.filter(), parse_filter(filters)), limit_of(limit))
+
+
+def _update(
+    self: _Shell, /, memory_id: str, text: str, *, metadata: dict[str, Any] | None = None
+) -> Flow[MemoryItem]:
+    """Replace a memory's text (re-embedded); ``metadata`` is merged into its metadata."""
+    return update_flow(memory_id, text, metadata_of(metadata), to_iso(utcnow()))
+
+
+def _delete(self: _Shell, /, memory_id: str) -> Flow[None]:
+    """Delete one memory; its history stays readable. Unknown id: NotFoundError."""
+    return delete_flow(memory_id, to_iso(utcnow()))
+
+
+def _delete_all(
+    self: _Shell,
+    /,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    filters: dict[str, Any] | None = None,
+) -> Flow[int]:
+    """Delete every memory of the scope (matching ``filters``); returns how many."""
+    scope = Scope.of(user_id, agent_id, run_id)
+    return delete_all_flow(scope, parse_filter(filters), to_iso(utcnow()))
+
+
+def _history(self: _Shell, /, memory_id: str) -> Flow[list[HistoryRecord]]:
+    """Every change to a memory, oldest first."""
+    return history_flow(memory_id)
+
+
+def _reset(self: _Shell, /) -> Flow[None]:
+    """Delete every memory and all history."""
+    return reset_flow()
+
+
+def _named(method: Callable[..., Any], op: Callable[..., Any]) -> None:
+    method.__name__ = op.__name__.lstrip("_")
+    method.__qualname__ = method.__name__
+
+
+def _sync(op: Callable[Concatenate[_Shell, P], Flow[T]]) -> Callable[Concatenate[_Shell, P], T]:
     @functools.wraps(op)
-    def method(self: Memory, *args: P.args, **kwargs: P.kwargs) -> T:
+    def method(self: _Shell, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self._runtime.run(op(self, *args, **kwargs))
 
+    _named(method, op)
     return method
 
 
 def _async(
-    op: Callable[Concatenate[Any, P], Flow[T]],
-) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, T]]:
+    op: Callable[Concatenate[_Shell, P], Flow[T]],
+) -> Callable[Concatenate[_Shell, P], Coroutine[Any, Any, T]]:
     @functools.wraps(op)
-    async def method(self: AsyncMemory, *args: P.args, **kwargs: P.kwargs) -> T:
+    async def method(self: _Shell, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await self._runtime.arun(op(self, *args, **kwargs))
 
+    _named(method, op)
     return method
 
 
-class Memory(_Flows):
+class Memory(_Shell):
     """Long-term memory. ``Memory()`` runs offline on embedded defaults::
 
         with Memory() as m:
@@ -237,15 +257,15 @@ class Memory(_Flows):
             m.search("UI preferences", user_id="alice")
     """
 
-    add = _sync(_Flows.add)
-    search = _sync(_Flows.search)
-    get = _sync(_Flows.get)
-    get_all = _sync(_Flows.get_all)
-    update = _sync(_Flows.update)
-    delete = _sync(_Flows.delete)
-    delete_all = _sync(_Flows.delete_all)
-    history = _sync(_Flows.history)
-    reset = _sync(_Flows.reset)
+    add = _sync(_add)
+    search = _sync(_search)
+    get = _sync(_get)
+    get_all = _sync(_get_all)
+    update = _sync(_update)
+    delete = _sync(_delete)
+    delete_all = _sync(_delete_all)
+    history = _sync(_history)
+    reset = _sync(_reset)
 
     def close(self) -> None:
         self._runtime.close()
@@ -257,7 +277,7 @@ class Memory(_Flows):
         self.close()
 
 
-class AsyncMemory(_Flows):
+class AsyncMemory(_Shell):
     """The same memory with every method a coroutine; I/O is natively async where the
     components are (litellm, and the stores with async clients)::
 
@@ -265,15 +285,15 @@ class AsyncMemory(_Flows):
             await m.add("I prefer dark mode", user_id="alice")
     """
 
-    add = _async(_Flows.add)
-    search = _async(_Flows.search)
-    get = _async(_Flows.get)
-    get_all = _async(_Flows.get_all)
-    update = _async(_Flows.update)
-    delete = _async(_Flows.delete)
-    delete_all = _async(_Flows.delete_all)
-    history = _async(_Flows.history)
-    reset = _async(_Flows.reset)
+    add = _async(_add)
+    search = _async(_search)
+    get = _async(_get)
+    get_all = _async(_get_all)
+    update = _async(_update)
+    delete = _async(_delete)
+    delete_all = _async(_delete_all)
+    history = _async(_history)
+    reset = _async(_reset)
 
     async def aclose(self) -> None:
         await self._runtime.aclose()

@@ -9,6 +9,7 @@ missing engine is never mistaken for a green run.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 import os
 
 import pytest
@@ -58,3 +59,12 @@ def chroma_url() -> str:
 @pytest.fixture
 def qdrant_url() -> str:
     return engine_address("MEMKIT_TEST_QDRANT_URL")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_real_model_requests() -> Iterator[None]:
+    """The suite never calls a real provider: litellm requests off this machine raise."""
+    from memkit.testing import block_real_requests
+
+    with block_real_requests():
+        yield

@@ -100,7 +100,7 @@ def _history_row(record: Record, event: str, old: str | None, new: str | None,
 def _existing(memory_id: str) -> Flow[Record]:
     if not isinstance(memory_id, str) or not memory_id:
         raise NotFoundError(f"no memory with id {memory_id!r}")
-    record = yield Get(memory_id)
+    record: Record | None = yield Get(memory_id)
     if record is None:
         raise NotFoundError(f"no memory with id {memory_id!r}")
     return record

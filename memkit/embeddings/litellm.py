@@ -48,8 +48,8 @@ class LiteLLMEmbedder(Embedder):
             if value is not None:
                 self._base[key] = value
 
-    @property  # type: ignore[override]
-    def dimension(self) -> int:
+    @property
+    def dimension(self) -> int:  # type: ignore[override]
         if self._dimension is None:
             self._dimension = int(self.embed(["dimension probe"]).shape[1])
         return self._dimension

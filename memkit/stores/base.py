@@ -12,6 +12,7 @@ with a native async client overrides them.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -45,10 +46,7 @@ class Record:
 
     def lookup(self, name: str) -> Any:
         """A field's value for the filter evaluator, or ``MISSING``."""
-        if name in _BUILTINS:
-            value = getattr(self, name)
-        else:
-            value = self.metadata.get(name, MISSING)
+        value = getattr(self, name) if name in _BUILTINS else self.metadata.get(name, MISSING)
         return MISSING if value is None else value
 
     def payload(self) -> dict[str, Any]:
@@ -232,17 +230,17 @@ class VectorStore(ABC):
 
     async def asearch(
         self, vector: Vector, *, limit: int, filter: Filter | None = None
-    ) -> list[Hit]:
+    ) -> builtins.list[Hit]:
         return await asyncio.to_thread(self.search, vector, limit=limit, filter=filter)
 
     async def akeyword_search(
         self, text: str, *, limit: int, filter: Filter | None = None
-    ) -> list[Hit]:
+    ) -> builtins.list[Hit]:
         return await asyncio.to_thread(self.keyword_search, text, limit=limit, filter=filter)
 
     async def alist(
         self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
-    ) -> tuple[list[Record], str | None]:
+    ) -> tuple[builtins.list[Record], str | None]:
         return await asyncio.to_thread(self.list, filter, limit=limit, cursor=cursor)
 
     async def acount(self, filter: Filter | None = None) -> int:

@@ -1,0 +1,68 @@
+"""Concurrent adds of the same fact into one scope leave one memory."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from memkit import AsyncMemory, Memory
+from memkit.llms.base import LLMRequest
+from memkit.testing import FunctionLLM, HashEmbedder
+from tests.stores.conftest import FACTORIES
+
+
+def _same_fact(request: LLMRequest) -> dict[str, Any]:
+    if request.purpose == "decision":
+        return {"memory": [{"event": "ADD", "text": "User likes tea"}]}
+    return {"facts": ["User likes tea"]}
+
+
+@pytest.fixture(params=sorted(FACTORIES))
+def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    made = FACTORIES[request.param](tmp_path_factory, "concurrency")
+    yield made
+    made.close()
+
+
+@pytest.mark.parametrize("infer", [True, False])
+def test_eight_threads_adding_one_fact_leave_one_memory(store: Any, infer: bool) -> None:
+    m = Memory(llm=FunctionLLM(_same_fact), embedder=HashEmbedder(), vector_store=store)
+    barrier = threading.Barrier(8)
+    results: list[Any] = []
+
+    def worker() -> None:
+        barrier.wait()
+        results.append(m.add("I like tea" if not infer else "tea!", user_id="u", infer=infer))
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    items = m.get_all(user_id="u").results
+    assert len(items) == 1
+    events = [e for r in results for e in r.results]
+    assert sum(e.event == "ADD" for e in events) == 1
+    assert {e.id for e in events} == {items[0].id}
+    assert [h.event for h in m.history(items[0].id)] == ["ADD"]
+
+
+@pytest.mark.parametrize("infer", [True, False])
+def test_eight_tasks_adding_one_fact_leave_one_memory(store: Any, infer: bool) -> None:
+    async def main() -> None:
+        async with AsyncMemory(llm=FunctionLLM(_same_fact), embedder=HashEmbedder(),
+                               vector_store=store) as m:
+            results = await asyncio.gather(*(
+                m.add("I like tea" if not infer else "tea!", user_id="u", infer=infer)
+                for _ in range(8)
+            ))
+            items = (await m.get_all(user_id="u")).results
+            assert len(items) == 1
+            events = [e for r in results for e in r.results]
+            assert sum(e.event == "ADD" for e in events) == 1
+            assert {e.id for e in events} == {items[0].id}
+
+    asyncio.run(main())
