@@ -1,0 +1,101 @@
+"""The change feed: handlers publish their changes; a subscriber gets what its key may see."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+from memkit._time import to_iso, utcnow
+from memkit.server._auth import Grant
+
+EventType = Literal["memory_created", "memory_updated", "memory_deleted"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeEvent:
+    type: EventType
+    id: str
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    memory: str | None = None
+    timestamp: str = field(default_factory=lambda: to_iso(utcnow()))
+
+    @classmethod
+    def of(cls, type: EventType, id: str, scope: Mapping[str, str | None],
+           memory: str | None = None) -> ChangeEvent:
+        return cls(type, id, scope.get("user_id"), scope.get("agent_id"), scope.get("run_id"),
+                   memory)
+
+    def scope(self) -> dict[str, str | None]:
+        return {"user_id": self.user_id, "agent_id": self.agent_id, "run_id": self.run_id}
+
+    def sse(self) -> str:
+        data = {k: v for k, v in asdict(self).items() if k != "type"}
+        return f"event: {self.type}\ndata: {json.dumps(data)}\n\n"
+
+
+@dataclass(eq=False, slots=True)
+class _Subscriber:
+    grant: Grant
+    narrow: dict[str, str]
+    queue: asyncio.Queue[ChangeEvent | None]
+
+    def wants(self, event: ChangeEvent) -> bool:
+        scope = event.scope()
+        return self.grant.can_see(scope) and all(scope.get(f) == v for f, v in self.narrow.items())
+
+
+class Broadcaster:
+    """In-process fan-out. A subscriber that falls ``backlog`` events behind is dropped
+    (its stream ends) rather than slowing the handlers down."""
+
+    def __init__(self, backlog: int = 1000) -> None:
+        self.backlog = backlog
+        self._subscribers: set[_Subscriber] = set()
+
+    def publish(self, events: Iterable[ChangeEvent]) -> None:
+        for event in events:
+            for sub in list(self._subscribers):
+                if not sub.wants(event):
+                    continue
+                try:
+                    sub.queue.put_nowait(event)
+                except asyncio.QueueFull:
+                    self._subscribers.discard(sub)
+
+    def close(self) -> None:
+        """End every stream (server shutdown)."""
+        for sub in list(self._subscribers):
+            self._subscribers.discard(sub)
+            while True:
+                try:
+                    sub.queue.put_nowait(None)
+                    break
+                except asyncio.QueueFull:
+                    sub.queue.get_nowait()
+
+    async def stream(
+        self, grant: Grant, narrow: dict[str, str], keepalive: float = 15.0
+    ) -> AsyncIterator[str]:
+        """Server-Sent Events text: a ``connected`` comment first, then the events."""
+        sub = _Subscriber(grant, narrow, asyncio.Queue(self.backlog))
+        self._subscribers.add(sub)
+        try:
+            yield ": connected\n\n"
+            while True:
+                try:
+                    event = await asyncio.wait_for(sub.queue.get(), keepalive)
+                except TimeoutError:
+                    yield ": keepalive\n\n"
+                    continue
+                if event is None:
+                    return
+                yield event.sse()
+                if sub not in self._subscribers and sub.queue.empty():
+                    return  # dropped for falling behind
+        finally:
+            self._subscribers.discard(sub)

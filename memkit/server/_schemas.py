@@ -1,0 +1,78 @@
+"""Request and response bodies of the REST API (responses reuse memkit's result models)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memkit._models import MemoryItem
+
+SearchMode = Literal["hybrid", "vector", "keyword"]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Message(_Body):
+    role: Literal["system", "user", "assistant", "tool", "function", "developer"] = "user"
+    content: str
+    name: str | None = None
+
+
+class AddBody(_Body):
+    """The parameters of ``Memory.add``."""
+
+    messages: str | list[Message] = Field(
+        description="A string (one user message) or a list of {role, content, name?}."
+    )
+    user_id: str | None = Field(None, min_length=1)
+    agent_id: str | None = Field(None, min_length=1)
+    run_id: str | None = Field(None, min_length=1)
+    metadata: dict[str, Any] | None = None
+    infer: bool = Field(True, description="Let the LLM extract and curate facts; false stores "
+                                          "each message verbatim.")
+    timestamp: datetime | None = Field(
+        None, description="When the conversation happened (ISO 8601 or epoch seconds).")
+    prompt: str | None = Field(None, description="Overrides the fact-extraction prompt.")
+    filters: dict[str, Any] | None = Field(
+        None, description="Narrows which existing memories the LLM may update or delete.")
+
+
+class SearchBody(_Body):
+    query: str
+    user_id: str | None = Field(None, min_length=1)
+    agent_id: str | None = Field(None, min_length=1)
+    run_id: str | None = Field(None, min_length=1)
+    limit: int = Field(10, ge=1, le=1000)
+    filters: dict[str, Any] | None = None
+    threshold: float | None = Field(None, ge=0, le=1)
+    mode: SearchMode | None = None
+
+
+class UpdateBody(_Body):
+    text: str = Field(min_length=1, description="The memory's new text.")
+    metadata: dict[str, Any] | None = Field(None, description="Merged into the metadata.")
+
+
+class MemoryPage(_Body):
+    results: list[MemoryItem]
+    offset: int
+    limit: int
+    next_offset: int | None = Field(description="Pass as ``offset`` for the next page; "
+                                                "null on the last page.")
+
+
+class Deleted(_Body):
+    deleted: int
+
+
+class ErrorDetail(_Body):
+    type: str
+    message: str
+
+
+class ErrorBody(_Body):
+    error: ErrorDetail
