@@ -15,14 +15,14 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-import uvicorn  # noqa: E402
-from fastapi import FastAPI  # noqa: E402
+import uvicorn
+from fastapi import FastAPI
 
-from memkit import AsyncMemory  # noqa: E402
-from memkit.llms.base import LLMRequest  # noqa: E402
-from memkit.server import create_app  # noqa: E402
-from memkit.stores.memory import InMemoryStore  # noqa: E402
-from memkit.testing import FunctionLLM, HashEmbedder  # noqa: E402
+from memkit import AsyncMemory
+from memkit.llms.base import LLMRequest
+from memkit.server import create_app
+from memkit.stores.memory import InMemoryStore
+from memkit.testing import FunctionLLM, HashEmbedder
 
 KEYS = {
     "admin-key": {"admin": True},
