@@ -65,6 +65,8 @@ def run_adds(job: dict[str, Any]) -> dict[str, Any]:
     from mem0 import Memory
 
     memory = Memory.from_config(mem0_config(job))
+    memory.add(job["adds"][0]["messages"], user_id="warm-up", infer=True)  # clients, caches
+    _reset_stub(job)
     times, events = [], []
     for add in job["adds"]:
         start = time.perf_counter()
@@ -73,6 +75,14 @@ def run_adds(job: dict[str, Any]) -> dict[str, Any]:
         items = result.get("results", []) if isinstance(result, dict) else result
         events.append(len(items))
     return {"times": times, "events": events}
+
+
+def _reset_stub(job: dict[str, Any]) -> None:
+    from urllib.request import Request, urlopen
+
+    url = job["base_url"].removesuffix("/v1") + "/reset"
+    with urlopen(Request(url, data=b"{}", method="POST"), timeout=10) as response:
+        response.read()
 
 
 def run_concurrent(job: dict[str, Any]) -> dict[str, Any]:
@@ -107,53 +117,50 @@ def run_search(job: dict[str, Any]) -> dict[str, Any]:
     from mem0 import Memory
 
     memory = Memory.from_config(mem0_config(job))
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"sizes": {}}
 
-    # 1. the public API, infer=False, one add per user with all its messages
+    # the public API, infer=False, one add per user with all its messages
     start = time.perf_counter()
     count = 0
     for user_id, texts in job["api_records"].items():
         memory.add([{"role": "user", "content": t} for t in texts], user_id=user_id, infer=False)
         count += len(texts)
-    elapsed = time.perf_counter() - start
-    out["api_ingest"] = {"count": count, "seconds": elapsed}
+    out["api_ingest"] = {"count": count, "seconds": time.perf_counter() - start}
 
-    # 2. filler straight into the store: synthetic unit vectors, mem0's payload shape
-    bulk = job["bulk"]
-    rng = np.random.default_rng(bulk["seed"])
-    start = time.perf_counter()
-    done = 0
-    now = datetime.now(UTC).isoformat()
-    while done < bulk["count"]:
-        n = min(1000, bulk["count"] - done)
-        vectors = rng.standard_normal((n, bulk["dim"]), dtype=np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        payloads, ids = [], []
-        for i in range(done, done + n):
-            text = f"filler memory {i}"
-            payloads.append({
-                "data": text, "hash": hashlib.md5(text.encode()).hexdigest(),
-                "user_id": f"bulk-{i // bulk['per_user']}", "created_at": now,
-            })
-            ids.append(str(uuid.uuid4()))
-        memory.vector_store.insert(vectors=vectors.tolist(), payloads=payloads, ids=ids)
-        done += n
-    out["bulk_ingest"] = {"count": done, "seconds": time.perf_counter() - start}
-
-    # 3. searches: public API (query embedded by the stub) and store only
     queries = job["queries"]
     vectors = [memory.embedding_model.embed(q["text"], "search") for q in queries]
-    _search(memory, queries[0]["text"], queries[0]["user_id"], job["limit"])  # warm-up
-    api, store = [], []
-    for q, vector in zip(queries, vectors, strict=True):
+    bulk = job["bulk"]
+    rng = np.random.default_rng(bulk["seed"])
+    filled, now = count, datetime.now(UTC).isoformat()
+    for size in job["sizes"]:
+        # filler straight into the store: synthetic unit vectors, mem0's payload shape
         start = time.perf_counter()
-        _search(memory, q["text"], q["user_id"], job["limit"])
-        api.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        _store_search(memory, q["text"], vector, q["user_id"], job["limit"])
-        store.append(time.perf_counter() - start)
-    out["search_api"] = api
-    out["search_store"] = store
+        while filled < size:
+            n = min(1000, size - filled)
+            block = rng.standard_normal((n, bulk["dim"]), dtype=np.float32)
+            block /= np.linalg.norm(block, axis=1, keepdims=True)
+            payloads, ids = [], []
+            for i in range(filled, filled + n):
+                text = f"filler memory {i}"
+                payloads.append({
+                    "data": text, "hash": hashlib.md5(text.encode()).hexdigest(),
+                    "user_id": f"bulk-{i // bulk['per_user']}", "created_at": now,
+                })
+                ids.append(str(uuid.uuid4()))
+            memory.vector_store.insert(vectors=block.tolist(), payloads=payloads, ids=ids)
+            filled += n
+        bulk_s = time.perf_counter() - start
+        _search(memory, queries[0]["text"], queries[0]["user_id"], job["limit"])  # warm-up
+        api, store = [], []
+        for q, vector in zip(queries, vectors, strict=True):
+            start = time.perf_counter()
+            _search(memory, q["text"], q["user_id"], job["limit"])
+            api.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            _store_search(memory, q["text"], vector, q["user_id"], job["limit"])
+            store.append(time.perf_counter() - start)
+        out["sizes"][str(size)] = {"bulk_seconds": bulk_s, "search_api": api,
+                                   "search_store": store}
     return out
 
 
