@@ -9,8 +9,8 @@ missing engine is never mistaken for a green run.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 import os
+from collections.abc import Iterator
 
 import pytest
 

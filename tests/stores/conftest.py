@@ -48,9 +48,25 @@ def _reopen_sqlite(store: VectorStore) -> VectorStore:
     return SQLiteStore(store.path, collection_name=store.collection_name)
 
 
+def _pgvector(tmp: pytest.TempPathFactory, name: str) -> VectorStore:
+    from memkit.stores.pgvector import PgVectorStore
+    from tests.conftest import engine_address, unique_name
+
+    # One table per (test, name): the engine outlives a test.
+    return PgVectorStore(engine_address("MEMKIT_TEST_PG_DSN"), collection_name=unique_name(name))
+
+
+def _reopen_pgvector(store: VectorStore) -> VectorStore:
+    from memkit.stores.pgvector import PgVectorStore
+
+    assert isinstance(store, PgVectorStore)
+    return PgVectorStore(store.dsn, collection_name=store.collection_name)
+
+
 FACTORIES: dict[str, StoreFactory] = {
     "memory": StoreFactory(_memory),
     "sqlite": StoreFactory(_sqlite, reopen=_reopen_sqlite),
+    "pgvector": StoreFactory(_pgvector, reopen=_reopen_pgvector),
 }
 
 

@@ -1,0 +1,173 @@
+"""The history log in PostgreSQL, shared by every application instance on one database.
+
+When the vector store is :class:`~memkit.stores.pgvector.PgVectorStore` on the
+same DSN, its ``apply`` writes these rows in the transaction that changes the
+memories.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from memkit._models import HistoryRecord
+from memkit._time import to_datetime
+from memkit.history.base import HistoryStore
+from memkit.stores.pgvector import (
+    Op,
+    Statement,
+    T,
+    adrive,
+    advisory_key,
+    check_name,
+    drive,
+    resolve_dsn,
+)
+
+_COLUMNS = (
+    "id", "memory_id", "event", "old_value", "new_value", "timestamp", "is_deleted",
+    "user_id", "agent_id", "run_id", "actor_id", "role",
+)
+
+
+class PostgresHistory(HistoryStore):
+    """``PostgresHistory("postgresql://user@host/db")``, or ``DATABASE_URL`` without a DSN.
+
+    Records are read oldest first; a ``bigserial`` breaks ties in insertion order.
+    """
+
+    provider = "postgres"
+
+    def __init__(self, dsn: str | None = None, table: str = "memkit_history") -> None:
+        self.dsn = resolve_dsn(dsn)
+        self.table = check_name(table, "history table name")
+        self._table = sql.Identifier(table)
+        self._lock = threading.Lock()
+        self._alock = asyncio.Lock()
+        self._ready = False
+        self._pool: ConnectionPool[Any] | None = None
+        self._apool: AsyncConnectionPool[Any] | None = None
+
+    # -- connections ----------------------------------------------------
+    def _run(self, op: Op[T]) -> T:
+        self.ensure_table()
+        with self._lock:
+            if self._pool is None:
+                self._pool = ConnectionPool(self.dsn, min_size=1, max_size=4, open=True)
+            pool = self._pool
+        with pool.connection() as conn:
+            return drive(conn, op)
+
+    async def _arun(self, op: Op[T]) -> T:
+        await self.aensure_table()
+        async with self._alock:
+            if self._apool is None:
+                apool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+                    self.dsn, min_size=1, max_size=4, open=False)
+                await apool.open()
+                self._apool = apool
+            pool = self._apool
+        async with pool.connection() as conn:
+            return await adrive(conn, op)
+
+    def ensure_table(self) -> None:
+        """Create the table once per instance (a no-op after the first call)."""
+        if not self._ready:
+            with self._lock, psycopg.connect(self.dsn) as conn:
+                drive(conn, self._schema_op())
+            self._ready = True
+
+    async def aensure_table(self) -> None:
+        if not self._ready:
+            async with await psycopg.AsyncConnection.connect(self.dsn) as conn:
+                await adrive(conn, self._schema_op())
+            self._ready = True
+
+    def _schema_op(self) -> Op[None]:
+        yield Statement(sql.SQL("SELECT pg_advisory_xact_lock(%(key)s)"),
+                        {"key": advisory_key("memkit-ddl")})
+        yield Statement(sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {t} (seq bigserial PRIMARY KEY, id text NOT NULL,"
+            " memory_id text NOT NULL, event text NOT NULL, old_value text, new_value text,"
+            " timestamp timestamptz NOT NULL, is_deleted boolean NOT NULL DEFAULT FALSE,"
+            " user_id text, agent_id text, run_id text, actor_id text, role text)"
+        ).format(t=self._table))
+        yield Statement(sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {i} ON {t} (memory_id, timestamp, seq)"
+        ).format(i=sql.Identifier(f"{self.table}_memory"), t=self._table))
+
+    # -- operations, each written once -----------------------------------
+    def insert_op(self, records: Sequence[HistoryRecord]) -> Op[None]:
+        """Append ``records``; also run inside a vector store's transaction."""
+        if records:
+            yield Statement(
+                sql.SQL("INSERT INTO {t} ({cols}) VALUES ({vals})").format(
+                    t=self._table,
+                    cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)),
+                    vals=sql.SQL(", ").join(map(sql.Placeholder, _COLUMNS)),
+                ),
+                [record.model_dump() | {"timestamp": to_datetime(record.timestamp)}
+                 for record in records],
+                many=True,
+            )
+
+    def _get_op(self, memory_id: str) -> Op[list[HistoryRecord]]:
+        rows = yield Statement(
+            sql.SQL("SELECT {cols} FROM {t} WHERE memory_id = %(m)s ORDER BY timestamp, seq")
+            .format(cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)), t=self._table),
+            {"m": memory_id},
+        )
+        records = [dict(zip(_COLUMNS, row, strict=True)) for row in rows]
+        return [HistoryRecord(**r | {"timestamp": to_datetime(r["timestamp"])}) for r in records]
+
+    def _reset_op(self) -> Op[None]:
+        yield Statement(sql.SQL("DELETE FROM {t}").format(t=self._table))
+
+    def drop(self) -> None:
+        """Delete the table."""
+        with psycopg.connect(self.dsn) as conn:
+            drive(conn, _one(sql.SQL("DROP TABLE IF EXISTS {t}").format(t=self._table)))
+        self._ready = False
+
+    # -- sync and async ---------------------------------------------------
+    def add(self, records: Sequence[HistoryRecord]) -> None:
+        self._run(self.insert_op(records))
+
+    def get(self, memory_id: str) -> list[HistoryRecord]:
+        return self._run(self._get_op(memory_id))
+
+    def reset(self) -> None:
+        self._run(self._reset_op())
+
+    async def aadd(self, records: Sequence[HistoryRecord]) -> None:
+        await self._arun(self.insert_op(records))
+
+    async def aget(self, memory_id: str) -> list[HistoryRecord]:
+        return await self._arun(self._get_op(memory_id))
+
+    async def areset(self) -> None:
+        await self._arun(self._reset_op())
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+        self._apool = None  # belongs to its event loop; aclose() closes it there
+
+    async def aclose(self) -> None:
+        apool, self._apool = self._apool, None
+        if apool is not None:
+            await apool.close()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await asyncio.to_thread(pool.close)
+
+
+def _one(query: sql.Composed) -> Op[None]:
+    yield Statement(query)

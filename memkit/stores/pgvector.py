@@ -1,0 +1,804 @@
+"""PostgreSQL with pgvector: a table per collection, searched through an HNSW cosine index.
+
+Each collection is one table::
+
+    id text COLLATE "C"   embedding vector(dim)   memory, hash, user_id, agent_id, run_id text
+    created_at, updated_at timestamptz   metadata jsonb   folded jsonb   fts tsvector (generated)
+
+``folded`` holds every string (and every string in a list) of the record,
+built-ins and metadata alike, lower-cased by Python's :meth:`str.lower`, so that
+``icontains`` means exactly what the reference evaluator says whatever the
+database's locale. ``memkit_collections`` records each collection's dimension
+and embedding model.
+
+:func:`translate` turns the filter tree into parameterised SQL with the
+reference semantics (:mod:`memkit._filters.evaluate`): every condition is
+two-valued (never NULL, so ``NOT`` is the exact complement); ``jsonb_typeof``
+keeps numbers, strings, booleans and lists apart; strings order by code point
+(``COLLATE "C"``). One limit: a number compared with a number of the other kind
+(int with float) goes through float8, so integers beyond 2**53 may compare
+equal to a nearby float where Python says they differ.
+
+Every operation is written once, as a generator that yields :class:`Statement`
+objects and receives their rows; :meth:`PgVectorStore._run` drives it on a
+pooled connection, :meth:`PgVectorStore._arun` on an async one, each in one
+transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import hashlib
+import os
+import re
+from collections.abc import Generator, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from memkit._errors import ConfigError, FilterError, VectorStoreError
+from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or, Scalar
+from memkit._imports import require
+from memkit._time import to_datetime, to_iso
+from memkit.stores.base import (
+    HistoryLike,
+    Hit,
+    Record,
+    Vector,
+    VectorStore,
+    WriteBatch,
+    cosine_to_score,
+    hash_filter,
+)
+
+require("psycopg", "pgvector")
+require("psycopg_pool", "pgvector")
+pgvector_psycopg: Any = require("pgvector.psycopg", "pgvector")
+
+import psycopg  # noqa: E402
+from psycopg import sql  # noqa: E402
+from psycopg.types.json import Jsonb  # noqa: E402
+from psycopg_pool import AsyncConnectionPool, ConnectionPool  # noqa: E402
+
+T = TypeVar("T")
+Rows = list[tuple[Any, ...]]
+
+META_TABLE = "memkit_collections"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
+_TEXT_COLUMNS = frozenset({"memory", "hash", "user_id", "agent_id", "run_id"})
+_SCOPE_COLUMNS = ("user_id", "agent_id", "run_id")
+_MAX_HNSW_DIMENSIONS = 2000
+_MAX_EF_SEARCH = 1000
+_TS_CONFIG = "simple"  # no stemming and no stop words: memories come in every language
+_ISO_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'  # to_char() of memkit._time.to_iso
+_COLUMNS = sql.SQL(
+    "id, memory, hash, user_id, agent_id, run_id, created_at, updated_at, metadata"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One SQL statement; ``many`` runs it once per parameter set."""
+
+    query: sql.SQL | sql.Composed
+    params: Any = field(default_factory=dict)  # a dict, or a list of dicts when ``many``
+    many: bool = False
+
+
+Op = Generator[Statement, Rows, T]
+
+
+def check_name(name: str, what: str = "collection_name") -> str:
+    if not _NAME.fullmatch(name):
+        raise ConfigError(
+            f"{what} {name!r}: use letters, digits and '_' (not first), at most 40 characters"
+        )
+    return name
+
+
+# -- sync and async drivers ---------------------------------------------------
+
+
+def drive(conn: psycopg.Connection[Any], op: Op[T]) -> T:
+    """Run ``op`` on ``conn`` in one transaction."""
+    try:
+        with conn.transaction(), conn.cursor() as cur:
+            try:
+                stmt = next(op)
+                while True:
+                    if stmt.many:
+                        cur.executemany(stmt.query, stmt.params)
+                    else:
+                        cur.execute(stmt.query, stmt.params)
+                    stmt = op.send(cur.fetchall() if cur.description else [])
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+    except psycopg.Error as exc:
+        raise VectorStoreError(f"PostgreSQL: {exc}") from exc
+
+
+async def adrive(conn: psycopg.AsyncConnection[Any], op: Op[T]) -> T:
+    """Run ``op`` on ``conn`` in one transaction, without blocking the event loop."""
+    try:
+        async with conn.transaction(), conn.cursor() as cur:
+            try:
+                stmt = next(op)
+                while True:
+                    if stmt.many:
+                        await cur.executemany(stmt.query, stmt.params)
+                    else:
+                        await cur.execute(stmt.query, stmt.params)
+                    stmt = op.send(await cur.fetchall() if cur.description else [])
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+    except psycopg.Error as exc:
+        raise VectorStoreError(f"PostgreSQL: {exc}") from exc
+
+
+def resolve_dsn(dsn: str | None) -> str:
+    resolved = dsn or os.environ.get("DATABASE_URL")
+    if not resolved:
+        raise ConfigError("no PostgreSQL DSN: pass dsn= or set DATABASE_URL")
+    return resolved
+
+
+def advisory_key(*parts: str) -> int:
+    """A signed 64-bit key for ``pg_advisory_xact_lock``."""
+    digest = hashlib.blake2b("\0".join(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+# -- filter translation --------------------------------------------------------
+
+
+class _Params:
+    """Named parameters of a query being built: ``add(value)`` -> its placeholder."""
+
+    def __init__(self, prefix: str = "f") -> None:
+        self.values: dict[str, Any] = {}
+        self._prefix = prefix
+
+    def add(self, value: Any) -> sql.Placeholder:
+        name = f"{self._prefix}{len(self.values)}"
+        self.values[name] = value
+        return sql.Placeholder(name)
+
+
+_FALSE = sql.SQL("FALSE")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_canonical_time(value: str) -> bool:
+    try:
+        return to_iso(value) == value
+    except (ValueError, TypeError):
+        return False
+
+
+def _number(p: _Params, value: int | float) -> tuple[sql.Composable, sql.Composable]:
+    """The cast for a JSON number and the parameter, exact for ints, float8 for floats."""
+    if isinstance(value, float):
+        return sql.SQL("float8"), p.add(value)
+    return sql.SQL("numeric"), sql.SQL("{}::numeric").format(p.add(value))
+
+
+_ORDER = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+
+def _json_compare(p: _Params, value: sql.Composable, op: str, target: Scalar) -> sql.Composable:
+    """``value`` (a jsonb expression) ``op`` ``target``, with the evaluator's type rules."""
+    if isinstance(target, int | float) and not isinstance(target, bool):
+        cast, param = _number(p, target)
+        operator = sql.SQL("=" if op == "eq" else _ORDER[op])
+        return sql.SQL(
+            "CASE jsonb_typeof({v}) WHEN 'number' THEN ({v})::{cast} {op} {t} ELSE FALSE END"
+        ).format(v=value, cast=cast, op=operator, t=param)
+    if isinstance(target, str):
+        operator = sql.SQL("=" if op == "eq" else _ORDER[op])
+        return sql.SQL(
+            "CASE jsonb_typeof({v}) WHEN 'string' THEN ({v} #>> '{{}}') COLLATE \"C\" {op} {t}"
+            " ELSE FALSE END"
+        ).format(v=value, op=operator, t=p.add(target))
+    if op == "eq":
+        return sql.SQL(
+            "CASE jsonb_typeof({v}) WHEN 'boolean' THEN ({v})::boolean = {t} ELSE FALSE END"
+        ).format(v=value, t=p.add(target))
+    return _FALSE
+
+
+def _any_element(value: sql.Composable, predicate: sql.Composable) -> sql.Composable:
+    return sql.SQL(
+        "EXISTS (SELECT 1 FROM jsonb_array_elements({v}) AS element(e) WHERE {pred})"
+    ).format(v=value, pred=predicate)
+
+
+def _metadata(p: _Params, cond: Condition) -> sql.Composable:
+    value = sql.SQL("(metadata -> {})").format(p.add(cond.field))
+    op, target = cond.operator, cond.value
+    if op == "in":
+        assert isinstance(target, tuple)
+        return _or([_json_compare(p, value, "eq", t) for t in target])
+    if op in ("eq", "gt", "gte", "lt", "lte"):
+        assert not isinstance(target, tuple)
+        return _json_compare(p, value, op, target)
+    assert not isinstance(target, tuple)  # contains
+    in_list = _any_element(value, _json_compare(p, sql.SQL("e"), "eq", target))
+    if not isinstance(target, str):
+        return sql.SQL(
+            "CASE jsonb_typeof({v}) WHEN 'array' THEN {l} ELSE FALSE END"
+        ).format(v=value, l=in_list)
+    return sql.SQL(
+        "CASE jsonb_typeof({v}) WHEN 'string' THEN strpos({v} #>> '{{}}', {t}) > 0"
+        " WHEN 'array' THEN {l} ELSE FALSE END"
+    ).format(v=value, t=p.add(target), l=in_list)
+
+
+def _icontains(p: _Params, cond: Condition) -> sql.Composable:
+    if not isinstance(cond.value, str):
+        raise FilterError(f"{cond.field} icontains: expected a string, got {cond.value!r}")
+    value = sql.SQL("(folded -> {})").format(p.add(cond.field))
+    needle = p.add(cond.value.lower())
+    in_list = _any_element(
+        value, sql.SQL("jsonb_typeof(e) = 'string' AND (e #>> '{{}}') = {t}").format(t=needle)
+    )
+    return sql.SQL(
+        "CASE jsonb_typeof({v}) WHEN 'string' THEN strpos({v} #>> '{{}}', {t}) > 0"
+        " WHEN 'array' THEN {l} ELSE FALSE END"
+    ).format(v=value, t=needle, l=in_list)
+
+
+def _text_column(p: _Params, cond: Condition) -> sql.Composable:
+    column = sql.Identifier(cond.field)
+    op, target = cond.operator, cond.value
+    if op == "in":
+        assert isinstance(target, tuple)
+        strings = [t for t in target if isinstance(t, str)]
+        if not strings:
+            return _FALSE
+        test = sql.SQL("{c} = ANY({t})").format(c=column, t=p.add(strings))
+    elif not isinstance(target, str):
+        return _FALSE
+    elif op == "eq":
+        test = sql.SQL("{c} = {t}").format(c=column, t=p.add(target))
+    elif op == "contains":
+        test = sql.SQL("strpos({c}, {t}) > 0").format(c=column, t=p.add(target))
+    else:
+        test = sql.SQL('{c} COLLATE "C" {op} {t}').format(
+            c=column, op=sql.SQL(_ORDER[op]), t=p.add(target)
+        )
+    # A NULL column is a missing field: false, never NULL.
+    return sql.SQL("({test} AND {c} IS NOT NULL)").format(test=test, c=column)
+
+
+def _time_column(p: _Params, cond: Condition) -> sql.Composable:
+    column = sql.Identifier(cond.field)
+    text = sql.SQL("to_char({c} AT TIME ZONE 'UTC', {f})").format(
+        c=column, f=sql.Literal(_ISO_FORMAT)
+    )
+    op, target = cond.operator, cond.value
+    if op == "in":
+        assert isinstance(target, tuple)
+        times = [to_datetime(t) for t in target if isinstance(t, str) and _is_canonical_time(t)]
+        return sql.SQL("{c} = ANY({t})").format(c=column, t=p.add(times)) if times else _FALSE
+    if not isinstance(target, str):
+        return _FALSE
+    if op == "contains":
+        return sql.SQL("strpos({text}, {t}) > 0").format(text=text, t=p.add(target))
+    if op == "eq":
+        if not _is_canonical_time(target):
+            return _FALSE
+        return sql.SQL("{c} = {t}").format(c=column, t=p.add(to_datetime(target)))
+    operator = sql.SQL(_ORDER[op])
+    if _is_canonical_time(target):  # the index can serve it
+        return sql.SQL("{c} {op} {t}").format(c=column, op=operator, t=p.add(to_datetime(target)))
+    return sql.SQL('{text} COLLATE "C" {op} {t}').format(text=text, op=operator, t=p.add(target))
+
+
+def _or(parts: list[sql.Composable]) -> sql.Composable:
+    if not parts:
+        return _FALSE
+    return sql.SQL("({})").format(sql.SQL(" OR ").join(parts))
+
+
+def _translate(p: _Params, expr: Filter) -> sql.Composable:
+    if isinstance(expr, And):
+        return sql.SQL("({})").format(sql.SQL(" AND ").join(_translate(p, i) for i in expr.items))
+    if isinstance(expr, Or):
+        return _or([_translate(p, i) for i in expr.items])
+    if isinstance(expr, Not):
+        return sql.SQL("(NOT {})").format(_translate(p, expr.item))
+    if expr.operator in ("ne", "nin"):
+        positive = expr.model_copy(update={"operator": "eq" if expr.operator == "ne" else "in"})
+        return sql.SQL("(NOT {})").format(_translate(p, positive))
+    if expr.operator == "icontains":
+        return _icontains(p, expr)
+    if expr.field in TIME_FIELDS:
+        return _time_column(p, expr)
+    if expr.field in _TEXT_COLUMNS:
+        return _text_column(p, expr)
+    return _metadata(p, expr)
+
+
+def translate(filter: Filter | None) -> tuple[sql.Composable, dict[str, Any]]:
+    """The filter as a SQL boolean expression over a collection table, and its parameters.
+
+    Parameters are named ``f0``, ``f1``, ...; values and field names are never
+    spliced into the SQL text.
+    """
+    if filter is None:
+        return sql.SQL("TRUE"), {}
+    params = _Params()
+    return _translate(params, filter), params.values
+
+
+# -- records -------------------------------------------------------------------
+
+
+def _lowered(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.lower()
+    if isinstance(value, list):
+        return [v.lower() if isinstance(v, str) else v for v in value]
+    return None
+
+
+def folded(record: Record) -> dict[str, Any]:
+    """Lower-cased strings of every field ``icontains`` can see (built-ins shadow metadata)."""
+    view = {k: v for k, v in record.metadata.items() if k not in BUILTIN_FIELDS}
+    view.update(
+        memory=record.memory, hash=record.hash, user_id=record.user_id,
+        agent_id=record.agent_id, run_id=record.run_id,
+        created_at=to_iso(record.created_at), updated_at=to_iso(record.updated_at),
+    )
+    out = {k: _lowered(v) for k, v in view.items()}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _row_params(record: Record) -> dict[str, Any]:
+    return {
+        "id": record.id, "embedding": record.vector, "memory": record.memory,
+        "hash": record.hash, "user_id": record.user_id, "agent_id": record.agent_id,
+        "run_id": record.run_id, "created_at": to_datetime(record.created_at),
+        "updated_at": to_datetime(record.updated_at), "metadata": Jsonb(record.metadata),
+        "folded": Jsonb(folded(record)),
+    }
+
+
+def _record(row: Sequence[Any]) -> Record:
+    id, memory, hash, user_id, agent_id, run_id, created_at, updated_at, metadata = row[:9]
+    return Record(
+        id=id, memory=memory, hash=hash, user_id=user_id, agent_id=agent_id, run_id=run_id,
+        created_at=to_iso(created_at), updated_at=to_iso(updated_at), metadata=dict(metadata),
+    )
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", text)[:3])
+
+
+# -- the store -----------------------------------------------------------------
+
+
+class PgVectorStore(VectorStore):
+    """A collection in PostgreSQL with pgvector; several processes may share it.
+
+    ``PgVectorStore("postgresql://user@host/db", collection_name="memkit")``;
+    without ``dsn`` the ``DATABASE_URL`` environment variable is used.
+    """
+
+    provider = "pgvector"
+    supports_keyword: ClassVar[bool] = True
+
+    def __init__(
+        self, dsn: str | None = None, collection_name: str = "memkit", pool_size: int = 4
+    ) -> None:
+        super().__init__()
+        self.dsn = resolve_dsn(dsn)
+        self.collection_name = check_name(collection_name)
+        self.pool_size = pool_size
+        self._table = sql.Identifier(collection_name)
+        self._dimension: int | None = None
+        self._iterative_scan = False
+        self._pool: ConnectionPool[Any] | None = None
+        self._apool: AsyncConnectionPool[Any] | None = None
+        self._apool_lock = asyncio.Lock()
+
+    # -- connections ----------------------------------------------------
+    def _sync_pool(self) -> ConnectionPool[Any]:
+        self._require_open()
+        with self._write_lock:
+            if self._pool is None:
+                self._pool = ConnectionPool(
+                    self.dsn, min_size=1, max_size=self.pool_size, open=True,
+                    configure=pgvector_psycopg.register_vector, name=self.collection_name,
+                )
+            return self._pool
+
+    async def _async_pool(self) -> AsyncConnectionPool[Any]:
+        self._require_open()
+        async with self._apool_lock:
+            if self._apool is None:
+                pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+                    self.dsn, min_size=1, max_size=self.pool_size, open=False,
+                    configure=pgvector_psycopg.register_vector_async, name=self.collection_name,
+                )
+                await pool.open()
+                self._apool = pool
+            return self._apool
+
+    def _require_open(self) -> None:
+        if self._dimension is None:
+            raise VectorStoreError(f"open() the collection {self.collection_name!r} first")
+
+    def _run(self, op: Op[T]) -> T:
+        with self._sync_pool().connection() as conn:
+            return drive(conn, op)
+
+    async def _arun(self, op: Op[T]) -> T:
+        async with (await self._async_pool()).connection() as conn:
+            return await adrive(conn, op)
+
+    # -- lifecycle --------------------------------------------------------
+    def open(self, dimension: int, model: str) -> None:
+        try:
+            with psycopg.connect(self.dsn) as conn:
+                self._opened(drive(conn, self._open_op(dimension, model)), dimension)
+        except psycopg.Error as exc:
+            raise VectorStoreError(f"PostgreSQL: {exc}") from exc
+
+    async def aopen(self, dimension: int, model: str) -> None:
+        try:
+            async with await psycopg.AsyncConnection.connect(self.dsn) as conn:
+                self._opened(await adrive(conn, self._open_op(dimension, model)), dimension)
+        except psycopg.Error as exc:
+            raise VectorStoreError(f"PostgreSQL: {exc}") from exc
+
+    def _opened(self, extension_version: str, dimension: int) -> None:
+        self._dimension = dimension
+        self._iterative_scan = _version(extension_version) >= (0, 8)
+
+    def _open_op(self, dimension: int, model: str) -> Op[str]:
+        name = self.collection_name
+        # Concurrent CREATE ... IF NOT EXISTS can still collide; one opener at a time.
+        yield Statement(sql.SQL("SELECT pg_advisory_xact_lock({})").format(
+            sql.Literal(advisory_key("memkit-ddl"))))
+        yield Statement(sql.SQL("CREATE EXTENSION IF NOT EXISTS vector"))
+        yield Statement(sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {meta} (name text PRIMARY KEY,"
+            " dimension integer NOT NULL, model text NOT NULL)"
+        ).format(meta=sql.Identifier(META_TABLE)))
+        yield Statement(
+            sql.SQL("INSERT INTO {meta} VALUES (%(n)s, %(d)s, %(m)s) ON CONFLICT (name) DO NOTHING")
+            .format(meta=sql.Identifier(META_TABLE)), {"n": name, "d": dimension, "m": model},
+        )
+        rows = yield Statement(
+            sql.SQL("SELECT dimension, model FROM {meta} WHERE name = %(n)s")
+            .format(meta=sql.Identifier(META_TABLE)), {"n": name},
+        )
+        stored_dimension, stored_model = rows[0]
+        if (stored_dimension, stored_model) != (dimension, model):
+            raise ConfigError(
+                f"collection {name!r} holds {stored_dimension}-dimensional vectors of "
+                f"{stored_model!r}; got {dimension}-dimensional vectors of {model!r}"
+            )
+        yield from self._schema(dimension)
+        rows = yield Statement(sql.SQL("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
+        return str(rows[0][0])
+
+    def _schema(self, dimension: int) -> Iterable[Statement]:
+        t, name = self._table, self.collection_name
+        yield Statement(sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {t} ("
+            ' id text COLLATE "C" PRIMARY KEY,'
+            " embedding vector({dim}) NOT NULL,"
+            " memory text NOT NULL, hash text NOT NULL,"
+            " user_id text, agent_id text, run_id text,"
+            " created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,"
+            " metadata jsonb NOT NULL DEFAULT '{{}}', folded jsonb NOT NULL DEFAULT '{{}}',"
+            " fts tsvector GENERATED ALWAYS AS (to_tsvector({cfg}, memory)) STORED)"
+        ).format(t=t, dim=sql.Literal(dimension), cfg=sql.Literal(_TS_CONFIG)))
+        if dimension <= _MAX_HNSW_DIMENSIONS:  # pgvector's HNSW limit for vector
+            yield Statement(sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
+            ).format(i=sql.Identifier(f"{name}_hnsw"), t=t))
+        for column in (*_SCOPE_COLUMNS, "hash", "created_at", "updated_at"):
+            yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} ({c})").format(
+                i=sql.Identifier(f"{name}_{column}"), t=t, c=sql.Identifier(column)))
+        yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (fts)").format(
+            i=sql.Identifier(f"{name}_fts"), t=t))
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+        # An async pool belongs to its event loop; aclose() closes it there.
+        self._apool = None
+
+    async def aclose(self) -> None:
+        apool, self._apool = self._apool, None
+        if apool is not None:
+            await apool.close()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await asyncio.to_thread(pool.close)
+
+    def drop(self) -> None:
+        """Delete the collection: its table and its entry in ``memkit_collections``."""
+        try:
+            with psycopg.connect(self.dsn) as conn:
+                drive(conn, self._drop_op())
+        except psycopg.Error as exc:
+            raise VectorStoreError(f"PostgreSQL: {exc}") from exc
+        self._dimension = None
+
+    def _drop_op(self) -> Op[None]:
+        yield Statement(sql.SQL("DROP TABLE IF EXISTS {t}").format(t=self._table))
+        rows = yield Statement(sql.SQL("SELECT to_regclass(%(meta)s)"), {"meta": META_TABLE})
+        if rows[0][0] is not None:
+            yield Statement(
+                sql.SQL("DELETE FROM {meta} WHERE name = %(n)s").format(
+                    meta=sql.Identifier(META_TABLE)),
+                {"n": self.collection_name},
+            )
+
+    # -- operations, each written once -----------------------------------
+    def _reset_op(self) -> Op[None]:
+        yield Statement(sql.SQL("TRUNCATE {t}").format(t=self._table))
+
+    def _insert_op(self, records: Sequence[Record]) -> Op[None]:
+        for record in records:
+            self._check_vector(record, required=True)
+        if records:
+            yield Statement(
+                sql.SQL(
+                    "INSERT INTO {t} (id, embedding, memory, hash, user_id, agent_id, run_id,"
+                    " created_at, updated_at, metadata, folded) VALUES (%(id)s, %(embedding)s,"
+                    " %(memory)s, %(hash)s, %(user_id)s, %(agent_id)s, %(run_id)s,"
+                    " %(created_at)s, %(updated_at)s, %(metadata)s, %(folded)s)"
+                ).format(t=self._table),
+                [_row_params(r) for r in records], many=True,
+            )
+
+    def _update_op(self, record: Record) -> Op[None]:
+        self._check_vector(record, required=False)
+        rows = yield Statement(
+            sql.SQL(
+                "UPDATE {t} SET embedding = COALESCE(%(embedding)s::vector, embedding),"
+                " memory = %(memory)s, hash = %(hash)s, user_id = %(user_id)s,"
+                " agent_id = %(agent_id)s, run_id = %(run_id)s, created_at = %(created_at)s,"
+                " updated_at = %(updated_at)s, metadata = %(metadata)s, folded = %(folded)s"
+                " WHERE id = %(id)s RETURNING id"
+            ).format(t=self._table),
+            _row_params(record),
+        )
+        if not rows:
+            raise VectorStoreError(f"no record {record.id} to update")
+
+    def _delete_op(self, ids: Sequence[str]) -> Op[None]:
+        if ids:
+            yield Statement(
+                sql.SQL("DELETE FROM {t} WHERE id = ANY(%(ids)s)").format(t=self._table),
+                {"ids": list(ids)},
+            )
+
+    def _get_op(self, id: str) -> Op[Record | None]:
+        rows = yield Statement(
+            sql.SQL("SELECT {cols} FROM {t} WHERE id = %(id)s").format(
+                cols=_COLUMNS, t=self._table),
+            {"id": id},
+        )
+        return _record(rows[0]) if rows else None
+
+    def _search_op(self, vector: Vector, limit: int, filter: Filter | None) -> Op[list[Hit]]:
+        self._check_shape(vector)
+        if limit <= 0:
+            return []
+        where, params = translate(filter)
+        params |= {"q": vector, "k": limit}
+        distance = sql.SQL("embedding <=> %(q)s")
+        if self._iterative_scan:
+            # The index keeps scanning until `limit` rows pass the filter; relaxed
+            # order returns them nearly sorted, so they are sorted again below.
+            yield Statement(sql.SQL("SET LOCAL hnsw.iterative_scan = relaxed_order"))
+        yield Statement(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+            sql.Literal(min(max(limit, 40), _MAX_EF_SEARCH))))
+        query = sql.SQL(
+            "SELECT {cols}, {d} AS distance FROM {t} WHERE {w} ORDER BY {d} LIMIT %(k)s"
+        ).format(cols=_COLUMNS, d=distance, t=self._table, w=where)
+        rows = yield Statement(query, params)
+        if len(rows) < limit:
+            # The index may stop early (pgvector < 0.8, or its scan limits); an exact
+            # scan of the matching rows is the answer then. MATERIALIZED keeps the
+            # planner from using the HNSW index for it.
+            rows = yield Statement(sql.SQL(
+                "WITH matching AS MATERIALIZED (SELECT {cols}, {d} AS distance FROM {t}"
+                " WHERE {w}) SELECT * FROM matching ORDER BY distance LIMIT %(k)s"
+            ).format(cols=_COLUMNS, d=distance, t=self._table, w=where), params)
+        rows.sort(key=lambda row: (row[9], row[0]))
+        return [Hit(_record(row), cosine_to_score(1.0 - float(row[9]))) for row in rows]
+
+    def _keyword_op(self, text: str, limit: int, filter: Filter | None) -> Op[list[Hit]]:
+        words = [w for w in text.split() if any(ch.isalnum() for ch in w)]
+        if limit <= 0 or not words:
+            return []
+        where, params = translate(filter)
+        params |= {f"w{i}": word for i, word in enumerate(words)}
+        params |= {"k": limit, "cfg": _TS_CONFIG}
+        # Any of the words, each read by plainto_tsquery as plain text (never as
+        # query syntax), as the sqlite store's FTS5 query does.
+        query = sql.SQL(" || ").join(
+            sql.SQL("plainto_tsquery(%(cfg)s::regconfig, {})").format(sql.Placeholder(f"w{i}"))
+            for i in range(len(words))
+        )
+        rows = yield Statement(sql.SQL(
+            "SELECT {cols}, ts_rank(fts, query) AS rank FROM {t}, (SELECT {q}) AS q(query)"
+            " WHERE fts @@ query AND {w} ORDER BY rank DESC, id LIMIT %(k)s"
+        ).format(cols=_COLUMNS, t=self._table, q=query, w=where), params)
+        best = max((float(row[9]) for row in rows), default=0.0)
+        # Relative to the best hit, as the sqlite store scales bm25: the best scores 1.
+        return [
+            Hit(_record(row), min(1.0, max(0.0, float(row[9]) / best)) if best > 0 else 1.0)
+            for row in rows
+        ]
+
+    def _list_op(
+        self, filter: Filter | None, limit: int, cursor: str | None
+    ) -> Op[tuple[list[Record], str | None]]:
+        where, params = translate(filter)
+        params |= {"cursor": cursor, "k": limit + 1}
+        rows = yield Statement(sql.SQL(
+            "SELECT {cols} FROM {t} WHERE {w} AND (%(cursor)s::text IS NULL OR id > %(cursor)s)"
+            " ORDER BY id LIMIT %(k)s"
+        ).format(cols=_COLUMNS, t=self._table, w=where), params)
+        page = [_record(row) for row in rows[:limit]]
+        return page, (page[-1].id if len(rows) > limit and page else None)
+
+    def _count_op(self, filter: Filter | None) -> Op[int]:
+        where, params = translate(filter)
+        rows = yield Statement(
+            sql.SQL("SELECT count(*) FROM {t} WHERE {w}").format(t=self._table, w=where), params
+        )
+        return int(rows[0][0])
+
+    def _apply_op(self, batch: WriteBatch, history: HistoryLike | None) -> Op[set[str]]:
+        scope = batch.dedup_scope.model_dump_json() if batch.dedup_scope is not None else ""
+        # Every apply on this scope, from any process, waits here: the duplicate
+        # check below and the writes are one atomic step.
+        yield Statement(sql.SQL("SELECT pg_advisory_xact_lock(%(key)s)"),
+                        {"key": advisory_key("memkit-apply", self.collection_name, scope)})
+        skipped: set[str] = set()
+        if batch.adds:
+            where, params = translate(
+                hash_filter(batch.dedup_scope, sorted({r.hash for r in batch.adds})))
+            rows = yield Statement(
+                sql.SQL("SELECT DISTINCT hash FROM {t} WHERE {w}").format(t=self._table, w=where),
+                params,
+            )
+            seen = {row[0] for row in rows}
+            for record in batch.adds:
+                if record.hash in seen:
+                    skipped.add(record.id)
+                seen.add(record.hash)
+        yield from self._insert_op([r for r in batch.adds if r.id not in skipped])
+        for record in batch.updates:
+            yield from self._update_op(record)
+        yield from self._delete_op(batch.deletes)
+        if history is not None:
+            from memkit.history.postgres import PostgresHistory
+
+            assert isinstance(history, PostgresHistory)
+            yield from history.insert_op([h for h in batch.history if h.memory_id not in skipped])
+        return skipped
+
+    def _check_shape(self, vector: Vector) -> None:
+        if self._dimension is not None and vector.shape != (self._dimension,):
+            raise VectorStoreError(
+                f"vector has shape {vector.shape}, the collection holds {self._dimension} dimensions"
+            )
+
+    def _check_vector(self, record: Record, *, required: bool) -> None:
+        if record.vector is None:
+            if required:
+                raise VectorStoreError(f"record {record.id} has no vector")
+            return
+        self._check_shape(record.vector)
+
+    def _same_database(self, history: HistoryLike) -> bool:
+        from memkit.history.postgres import PostgresHistory
+
+        return isinstance(history, PostgresHistory) and history.dsn == self.dsn
+
+    # -- sync -------------------------------------------------------------
+    def reset(self) -> None:
+        self._run(self._reset_op())
+
+    def insert(self, records: Sequence[Record]) -> None:
+        self._run(self._insert_op(records))
+
+    def update(self, record: Record) -> None:
+        self._run(self._update_op(record))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self._run(self._delete_op(ids))
+
+    def get(self, id: str) -> Record | None:
+        return self._run(self._get_op(id))
+
+    def search(self, vector: Vector, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+        return self._run(self._search_op(vector, limit, filter))
+
+    def keyword_search(self, text: str, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+        return self._run(self._keyword_op(text, limit, filter))
+
+    def list(
+        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+    ) -> tuple[list[Record], str | None]:
+        return self._run(self._list_op(filter, limit, cursor))
+
+    def count(self, filter: Filter | None = None) -> int:
+        return self._run(self._count_op(filter))
+
+    def apply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
+        """Dedup check and writes in one transaction, history too when it lives in this database."""
+        if self._same_database(history):
+            history.ensure_table()  # type: ignore[attr-defined]
+            return self._run(self._apply_op(batch, history))
+        skipped = self._run(self._apply_op(batch, None))
+        rows = [h for h in batch.history if h.memory_id not in skipped]
+        if rows:
+            history.add(rows)
+        return skipped
+
+    # -- async ------------------------------------------------------------
+    async def areset(self) -> None:
+        await self._arun(self._reset_op())
+
+    async def ainsert(self, records: Sequence[Record]) -> None:
+        await self._arun(self._insert_op(records))
+
+    async def aupdate(self, record: Record) -> None:
+        await self._arun(self._update_op(record))
+
+    async def adelete(self, ids: Sequence[str]) -> None:
+        await self._arun(self._delete_op(ids))
+
+    async def aget(self, id: str) -> Record | None:
+        return await self._arun(self._get_op(id))
+
+    async def asearch(
+        self, vector: Vector, *, limit: int, filter: Filter | None = None
+    ) -> builtins.list[Hit]:
+        return await self._arun(self._search_op(vector, limit, filter))
+
+    async def akeyword_search(
+        self, text: str, *, limit: int, filter: Filter | None = None
+    ) -> builtins.list[Hit]:
+        return await self._arun(self._keyword_op(text, limit, filter))
+
+    async def alist(
+        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+    ) -> tuple[builtins.list[Record], str | None]:
+        return await self._arun(self._list_op(filter, limit, cursor))
+
+    async def acount(self, filter: Filter | None = None) -> int:
+        return await self._arun(self._count_op(filter))
+
+    async def aapply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
+        if self._same_database(history):
+            await history.aensure_table()  # type: ignore[attr-defined]
+            return await self._arun(self._apply_op(batch, history))
+        skipped = await self._arun(self._apply_op(batch, None))
+        rows = [h for h in batch.history if h.memory_id not in skipped]
+        if rows:
+            aadd = getattr(history, "aadd", None)
+            if aadd is not None:
+                await aadd(rows)
+            else:
+                await asyncio.to_thread(history.add, rows)
+        return skipped
+
+
+__all__ = ["META_TABLE", "PgVectorStore", "Statement", "adrive", "drive", "translate"]

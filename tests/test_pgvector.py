@@ -1,0 +1,194 @@
+"""pgvector-specific behaviour, on a real PostgreSQL (the ``pg_dsn`` fixture).
+
+The contract and filter-congruence suites (tests/stores/) cover what every
+store shares; these tests cover what only PostgreSQL can get wrong: the HNSW
+index under a selective filter, applies racing from several connections, and
+the shared history.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from memkit._filters import condition, matches, parse_filter
+from memkit._models import HistoryRecord
+from memkit._time import to_iso
+from memkit.history.postgres import PostgresHistory
+from memkit.stores.base import Record, WriteBatch
+from memkit.stores.pgvector import PgVectorStore, translate
+from tests.conftest import unique_name
+
+DIM = 16
+
+
+def _vector(rng: np.random.Generator) -> np.ndarray:
+    v = rng.normal(size=DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _record(text: str, rng: np.random.Generator, **fields: object) -> Record:
+    now = to_iso(datetime.now(UTC))
+    metadata = dict(fields.pop("metadata", {}) or {})  # type: ignore[call-overload]
+    return Record(
+        id=str(uuid.uuid4()), memory=text, hash=str(abs(hash(text))), created_at=now,
+        updated_at=now, metadata=metadata, vector=_vector(rng), **fields,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+def store(pg_dsn: str) -> Iterator[PgVectorStore]:
+    s = PgVectorStore(pg_dsn, collection_name=unique_name("pgv"))
+    s.open(DIM, "test-model")
+    yield s
+    s.close()
+    s.drop()
+
+
+def test_engine_has_pgvector_with_iterative_scan(store: PgVectorStore) -> None:
+    assert store._iterative_scan, "pgvector >= 0.8 expected (scripts/engines.sh builds it)"
+
+
+def test_selective_filter_returns_k_rows_through_the_hnsw_index(store: PgVectorStore) -> None:
+    rng = np.random.default_rng(7)
+    records = [
+        _record(f"memory {i}", rng, user_id="rare" if i % 100 == 0 else "common")
+        for i in range(3000)
+    ]
+    store.insert(records)
+    with store._sync_pool().connection() as conn:
+        conn.execute(f'ANALYZE "{store.collection_name}"')
+    query = _vector(rng)
+    hits = store.search(query, limit=25, filter=condition("user_id", "eq", "rare"))
+    assert len(hits) == 25 and {h.record.user_id for h in hits} == {"rare"}
+    expected = sorted(
+        (r for r in records if r.user_id == "rare"),
+        key=lambda r: -float(r.vector @ query),  # type: ignore[operator]
+    )[:25]
+    assert [h.record.id for h in hits] == [r.id for r in expected]
+    assert all(0.0 <= h.score <= 1.0 for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_concurrent_applies_from_several_connections_do_not_duplicate(pg_dsn: str) -> None:
+    name = unique_name("pgv_race")
+    stores = [PgVectorStore(pg_dsn, collection_name=name) for _ in range(4)]
+    history = PostgresHistory(pg_dsn, table=unique_name("hist_race"))
+    try:
+        for s in stores:
+            s.open(DIM, "test-model")
+        scope = parse_filter({"user_id": "alice"})
+
+        def add(i: int) -> set[str]:
+            rng = np.random.default_rng(i)
+            record = _record("likes tea", rng, user_id="alice")
+            row = HistoryRecord(id=str(uuid.uuid4()), memory_id=record.id, event="ADD",
+                                new_value=record.memory, timestamp=datetime.now(UTC))
+            batch = WriteBatch(adds=[record], history=[row], dedup_scope=scope)
+            return stores[i % len(stores)].apply(batch, history)
+
+        with ThreadPoolExecutor(8) as pool:
+            skipped = list(pool.map(add, range(16)))
+        assert stores[0].count(scope) == 1
+        assert sum(len(s) for s in skipped) == 15
+        (kept,), _ = stores[0].list(scope)
+        assert [h.event for h in history.get(kept.id)] == ["ADD"]
+    finally:
+        for s in stores:
+            s.close()
+        stores[0].drop()
+        history.drop()
+        history.close()
+
+
+async def test_async_apply_and_history_share_one_transaction(pg_dsn: str) -> None:
+    store = PgVectorStore(pg_dsn, collection_name=unique_name("pgv_async"))
+    history = PostgresHistory(pg_dsn, table=unique_name("hist_async"))
+    try:
+        await store.aopen(DIM, "test-model")
+        rng = np.random.default_rng(1)
+        record = _record("speaks Portuguese", rng, run_id="r1")
+        row = HistoryRecord(id="h1", memory_id=record.id, event="ADD", new_value=record.memory,
+                            timestamp=datetime.now(UTC), run_id="r1")
+        scope = parse_filter({"run_id": "r1"})
+        assert await store.aapply(WriteBatch([record], history=[row], dedup_scope=scope),
+                                  history) == set()
+        again = _record("speaks Portuguese", rng, run_id="r1")
+        assert await store.aapply(WriteBatch([again], dedup_scope=scope), history) == {again.id}
+        assert await store.acount() == 1
+        assert [h.id for h in await history.aget(record.id)] == ["h1"]
+        hits = await store.akeyword_search("portuguese", limit=5)
+        assert [h.record.id for h in hits] == [record.id] and 0 < hits[0].score <= 1
+    finally:
+        await store.aclose()
+        store.drop()
+        await history.aclose()
+        history.drop()
+
+
+def test_history_is_oldest_first_with_insertion_order_breaking_ties(pg_dsn: str) -> None:
+    history = PostgresHistory(pg_dsn, table=unique_name("hist"))
+    try:
+        t0 = datetime(2024, 5, 1, tzinfo=UTC)
+        same = [HistoryRecord(id=f"tie{i}", memory_id="m", event="UPDATE", timestamp=t0)
+                for i in range(5)]
+        history.add([HistoryRecord(id="late", memory_id="m", event="DELETE", is_deleted=True,
+                                   timestamp=t0 + timedelta(days=1))])
+        history.add(same)
+        history.add([HistoryRecord(id="first", memory_id="m", event="ADD",
+                                   timestamp=t0 - timedelta(days=1), user_id="u")])
+        got = history.get("m")
+        assert [h.id for h in got] == ["first", *(h.id for h in same), "late"]
+        assert got[0].user_id == "u" and got[-1].is_deleted and got[0].timestamp.tzinfo
+        assert history.get("other") == []
+    finally:
+        history.drop()
+        history.close()
+
+
+_VALUES: list[object] = [0, 1, 2.5, -3, True, False, "", "a", "B", "ä", "Straße", "İx", "tea",
+                         ["a", "tea"], [1, 2], ["ÄB"], None]
+
+
+def test_translation_matches_the_reference_evaluator(store: PgVectorStore) -> None:
+    """A quick seeded sample; tests/stores/ runs the full congruence suite."""
+    rng = random.Random(3)
+    vrng = np.random.default_rng(3)
+    records = []
+    for i in range(40):
+        metadata = {k: rng.choice(_VALUES) for k in ("n", "s", "x") if rng.random() < 0.8}
+        records.append(_record(rng.choice(["Tea time", "ÄBC tea", "coffee"]) + str(i), vrng,
+                               user_id=rng.choice(["u1", "u2", None]), metadata=metadata))
+    store.insert(records)
+    ops = ["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains"]
+    for _ in range(150):
+        field = rng.choice(["n", "s", "x", "user_id", "memory", "missing"])
+        op = rng.choice(ops)
+        if op in ("in", "nin"):
+            value: object = rng.sample([v for v in _VALUES if isinstance(v, str | int)], 3)
+        else:
+            value = rng.choice([v for v in _VALUES if v is not None and not isinstance(v, list)])
+        if op in ("gt", "gte", "lt", "lte") and isinstance(value, bool):
+            continue
+        if op == "icontains" and not isinstance(value, str):
+            continue
+        expr = condition(field, op, value)
+        expected = {r.id for r in records if matches(expr, r.lookup)}
+        got = {r.id for r in store.list(expr, limit=1000)[0]}
+        assert got == expected, (expr, translate(expr))
+
+
+def test_hostile_names_and_values_are_data(store: PgVectorStore) -> None:
+    rng = np.random.default_rng(5)
+    nasty = "x'); DROP TABLE memkit_collections; --"
+    record = _record("a & b | !c <-> d:*", rng, metadata={nasty: nasty})
+    store.insert([record])
+    assert store.count(condition(nasty, "eq", nasty)) == 1
+    assert [h.record.id for h in store.keyword_search("a & b | !c", limit=3)] == [record.id]
+    assert store.keyword_search("'); --", limit=3) == []
