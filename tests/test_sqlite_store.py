@@ -1,0 +1,196 @@
+"""What only the sqlite store promises: one WAL file, shared by processes, atomic with history."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from memkit import ConfigError, VectorStoreError
+from memkit._filters import parse_filter
+from memkit._models import HistoryRecord
+from memkit.history.sqlite import SQLiteHistory
+from memkit.stores.base import WriteBatch
+from memkit.stores.sqlite import SQLiteStore, fts_query, translate
+from tests.stores.test_contract import DIM, MODEL, NOW, rec, vec
+
+
+def _store(path: Path, collection: str = "memkit") -> SQLiteStore:
+    store = SQLiteStore(str(path), collection_name=collection)
+    store.open(DIM, MODEL)
+    return store
+
+
+def _row(memory_id: str, event: str = "ADD", value: str = "v") -> HistoryRecord:
+    return HistoryRecord(
+        id=f"h-{memory_id}-{event}", memory_id=memory_id, event=event,  # type: ignore[arg-type]
+        new_value=value, timestamp=NOW, user_id="alice",
+    )
+
+
+def test_the_file_is_in_wal_mode_with_foreign_keys(tmp_path: Path) -> None:
+    store = _store(tmp_path / "m.db")
+    conn = store._db.conn
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+    store.close()
+
+
+def test_default_path_expands_home_and_creates_parents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    store = SQLiteStore()
+    assert store.path == str(tmp_path / ".memkit" / "memkit.db")
+    assert (tmp_path / ".memkit" / "memkit.db").exists()
+    store.close()
+
+
+def test_memory_path_works_and_history_shares_the_file(tmp_path: Path) -> None:
+    store = _store(Path(":memory:"))
+    store.insert([rec("a")])
+    store.history().add([_row("a")])
+    assert [h.memory_id for h in store.history().get("a")] == ["a"]
+    store.close()
+
+
+def test_a_second_handle_sees_writes_and_reopening_checks_dimension(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    writer, reader = _store(path), _store(path)
+    assert reader.search(vec("a"), limit=5) == []  # builds the matrix before the writes
+    writer.insert([rec("a"), rec("b"), rec("c")])
+    assert [h.record.id for h in reader.search(vec("a"), limit=1)] == ["a"]
+    writer.delete(["a"])
+    writer.update(rec("b", "moved", vector=vec("a")))
+    hits = reader.search(vec("a"), limit=3)
+    assert [h.record.id for h in hits][:1] == ["b"] and "a" not in {h.record.id for h in hits}
+    writer.reset()
+    assert reader.search(vec("b"), limit=3) == []
+    with pytest.raises(ConfigError, match=r"holds 8-dimensional vectors of 'contract-model'"):
+        SQLiteStore(str(path)).open(DIM * 2, MODEL)
+
+
+def _add_in_process(path: str, worker: int, count: int) -> None:
+    store = SQLiteStore(path)
+    store.open(DIM, MODEL)
+    history = store.history()
+    for i in range(count):
+        memory_id = f"w{worker}-{i:03}"
+        batch = WriteBatch(
+            adds=[rec(memory_id, f"fact {memory_id}", user_id=f"user{worker}")],
+            history=[_row(memory_id)],
+            dedup_scope=parse_filter({"user_id": f"user{worker}"}),
+        )
+        store.apply(batch, history)
+        store.search(vec(memory_id), limit=3)
+    store.close()
+
+
+def test_four_processes_writing_one_file_lose_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "shared.db")
+    _store(Path(path)).close()
+    observer = _store(Path(path))
+    assert observer.count() == 0 and observer.search(vec("x"), limit=1) == []
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_add_in_process, args=(path, w, 40)) for w in range(4)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+    assert observer.count() == 160
+    history = observer.history()
+    for w in range(4):
+        memory_id = f"w{w}-039"
+        assert [h.record.id for h in observer.search(vec(memory_id), limit=1)] == [memory_id]
+        assert [h.event for h in history.get(memory_id)] == ["ADD"]
+    assert len(observer.search(vec("q"), limit=500)) == 160
+    observer.close()
+
+
+def test_a_failed_history_write_rolls_back_the_records(tmp_path: Path) -> None:
+    store = _store(tmp_path / "m.db")
+    store.insert([rec("existing", "old text")])
+    history = store.history()
+
+    def crash(records: object) -> None:
+        SQLiteHistory.add(history, records)  # type: ignore[arg-type]
+        raise RuntimeError("crash between history and commit")
+
+    history.add = crash  # type: ignore[method-assign]
+    batch = WriteBatch(
+        adds=[rec("new", "new text")], updates=[rec("existing", "changed", vector=None)],
+        deletes=[], history=[_row("new"), _row("existing", "UPDATE")],
+    )
+    with pytest.raises(RuntimeError, match="crash"):
+        store.apply(batch, history)
+    assert store.get("new") is None
+    existing = store.get("existing")
+    assert existing is not None and existing.memory == "old text"
+    assert SQLiteHistory.get(history, "new") == []
+    assert [h.record.id for h in store.search(vec("new"), limit=5)] == ["existing"]
+    assert store.keyword_search("new", limit=5) == []
+    store.close()
+
+
+def test_collections_share_a_file_without_mixing(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    first, second = _store(path, "first"), SQLiteStore(str(path), collection_name="second")
+    second.open(DIM * 2, "another-model")
+    first.insert([rec("a")])
+    second.insert([rec("b", vector=vec("b", DIM * 2))])
+    first.history().add([_row("a")])
+    assert first.count() == 1 and second.count() == 1
+    assert [h.record.id for h in second.search(vec("b", DIM * 2), limit=5)] == ["b"]
+    assert second.history().get("a") == []
+    second.reset()
+    assert first.count() == 1
+    with pytest.raises(ConfigError):
+        SQLiteStore(str(path), collection_name="bad-name!")
+
+
+def test_history_is_chronological_with_insertion_order_breaking_ties(tmp_path: Path) -> None:
+    history = SQLiteHistory(str(tmp_path / "history.db"))
+    later = _row("m", "UPDATE").model_copy(update={"timestamp": "2025-01-01T00:00:00+00:00"})
+    history.add([later])
+    history.add([_row("m", "ADD"), _row("m", "DELETE").model_copy(update={"is_deleted": True})])
+    assert [h.event for h in history.get("m")] == ["ADD", "DELETE", "UPDATE"]
+    assert history.get("m")[1].is_deleted is True
+    history.reset()
+    assert history.get("m") == []
+    history.close()
+    history.close()
+
+
+def test_translate_passes_names_and_values_as_parameters() -> None:
+    expr = parse_filter({"x'); DROP TABLE t; --": {"eq": "'; DELETE FROM t"}})
+    sql, params = translate(expr)
+    assert "DROP" not in sql and "DELETE" not in sql
+    assert params == ['$."x\'); DROP TABLE t; --"'] * 2 + ["'; DELETE FROM t"]
+    assert translate(None) == ("1", [])
+    assert translate(parse_filter({"user_id": "u"})) == ("user_id IS ?", ["u"])
+
+
+def test_fts_query_quotes_every_word() -> None:
+    assert fts_query('dogs OR "cats" NEAR(x) *') == '"dogs" OR "OR" OR """cats""" OR "NEAR(x)"'
+    assert fts_query("  * - ") is None
+
+
+def test_scope_search_uses_the_scope_index(tmp_path: Path) -> None:
+    store = _store(tmp_path / "m.db")
+    where, params = translate(parse_filter({"user_id": "u", "n": {"gt": 1}}))
+    plan = store._db.conn.execute(
+        f'EXPLAIN QUERY PLAN SELECT seq FROM "memkit_records" WHERE {where}', params
+    ).fetchall()
+    assert any("memkit_records_user_id" in str(row) for row in plan)
+    store.close()
+
+
+def test_closed_store_refuses_work(tmp_path: Path) -> None:
+    store = _store(tmp_path / "m.db")
+    store.close()
+    store.close()
+    with pytest.raises(VectorStoreError, match="closed"):
+        store.count()
