@@ -15,23 +15,25 @@ def fuse(
     keyword_weight: float,
     limit: int,
 ) -> list[Hit]:
-    """A convex combination of the two scores, each in [0, 1].
+    """Vector similarity, raised by keyword evidence: ``sv + b * sk * (1 - sv)``.
 
-    Keyword scores are rescaled so the query's best keyword hit scores 1. A
-    record the vector search did not return gets the lowest vector score it
-    did return (it ranked below all of them); one the keyword search did not
-    return gets 0.
+    ``sv`` is the vector score; ``sk`` the keyword score rescaled so the query's
+    best keyword hit scores 1; ``b = keyword_weight / (vector_weight +
+    keyword_weight)``. A record without keyword evidence keeps its vector score,
+    so scores stay comparable with vector search and with ``threshold``; one
+    the vector search did not return gets the lowest vector score it did return
+    (it ranked below all of them).
     """
     total = vector_weight + keyword_weight
-    wv, wk = (vector_weight / total, keyword_weight / total) if total > 0 else (1.0, 0.0)
+    boost = keyword_weight / total if total > 0 else 0.0
     vector = {h.record.id: h.score for h in vector_hits}
     floor = min(vector.values(), default=0.0)
     best = max((h.score for h in keyword_hits), default=0.0)
     keyword = {h.record.id: (h.score / best if best > 0 else 0.0) for h in keyword_hits}
     records = {h.record.id: h.record for h in (*keyword_hits, *vector_hits)}
-    fused = [
-        Hit(record, wv * vector.get(id, floor) + wk * keyword.get(id, 0.0))
-        for id, record in records.items()
-    ]
+    fused = []
+    for id, record in records.items():
+        sv = vector.get(id, floor)
+        fused.append(Hit(record, min(1.0, sv + boost * keyword.get(id, 0.0) * (1.0 - sv))))
     fused.sort(key=lambda h: (-h.score, h.record.id))
     return fused[:limit]

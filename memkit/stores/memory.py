@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import re
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -13,10 +16,18 @@ from memkit._filters import Filter, matches
 from memkit.stores.base import Hit, Record, Vector, VectorStore, cosine_to_score
 
 
+_WORD = re.compile(r"\w+")
+
+
+def _terms(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
 class InMemoryStore(VectorStore):
-    """Records in a dict; brute-force cosine search. Nothing persists."""
+    """Records in a dict; brute-force cosine search and BM25 keyword search. Nothing persists."""
 
     provider = "memory"
+    supports_keyword = True
 
     def __init__(self, collection_name: str = "memkit") -> None:
         super().__init__()
@@ -88,6 +99,29 @@ class InMemoryStore(VectorStore):
         return [
             Hit(replace(candidates[i], vector=None), cosine_to_score(float(sims[i]))) for i in order
         ]
+
+    def keyword_search(self, text: str, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+        """Okapi BM25 (k1=1.2, b=0.75) over the matching records; the best hit scores 1."""
+        query = set(_terms(text))
+        candidates = self._matching(filter)
+        if not query or not candidates:
+            return []
+        docs = [Counter(_terms(r.memory)) for r in candidates]
+        average = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
+        frequency = {t: sum(1 for d in docs if t in d) for t in query}
+        scored = []
+        for record, doc in zip(candidates, docs, strict=True):
+            length = sum(doc.values())
+            score = sum(
+                math.log(1 + (len(docs) - frequency[t] + 0.5) / (frequency[t] + 0.5))
+                * doc[t] * 2.2 / (doc[t] + 1.2 * (0.25 + 0.75 * length / average))
+                for t in query if doc[t]
+            )
+            if score > 0:
+                scored.append((score, record))
+        scored.sort(key=lambda pair: (-pair[0], pair[1].id))
+        best = scored[0][0] if scored else 1.0
+        return [Hit(replace(r, vector=None), score / best) for score, r in scored[:limit]]
 
     def list(
         self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None

@@ -1,0 +1,62 @@
+"""The curated public surface, and what importing memkit costs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import memkit
+
+EXPECTED = {
+    "Memory", "AsyncMemory", "MemoryConfig", "AddResult", "MemoryEvent", "MemoryItem",
+    "SearchResult", "HistoryRecord", "Usage", "OperationError", "MemkitError", "ScopeError",
+    "FilterError", "VectorStoreError", "LLMError", "EmbeddingError", "NotFoundError",
+    "ConfigError", "Condition", "And", "Or", "Not", "Filter", "parse_filter", "__version__",
+}
+
+
+def test_exports_are_exactly_the_public_api() -> None:
+    assert set(memkit.__all__) == EXPECTED
+    for name in memkit.__all__:
+        assert getattr(memkit, name) is not None
+
+
+def test_errors_share_one_base_that_is_not_the_builtin() -> None:
+    for name in ("ScopeError", "FilterError", "VectorStoreError", "LLMError", "EmbeddingError",
+                 "NotFoundError", "ConfigError"):
+        assert issubclass(getattr(memkit, name), memkit.MemkitError)
+    assert memkit.MemkitError is not MemoryError
+    assert str(memkit.ScopeError()) == "At least one of user_id, agent_id, or run_id must be provided"
+
+
+def test_memory_and_async_memory_have_the_same_methods() -> None:
+    import inspect
+
+    names = ["add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "reset"]
+    for name in names:
+        sync, async_ = getattr(memkit.Memory, name), getattr(memkit.AsyncMemory, name)
+        assert inspect.signature(sync) == inspect.signature(async_)
+        assert inspect.iscoroutinefunction(async_) and not inspect.iscoroutinefunction(sync)
+
+
+PROBE = """
+import socket, sys, time
+def refuse(*a, **k):
+    raise AssertionError("memkit opened a socket on import")
+socket.socket.connect = refuse
+socket.create_connection = refuse
+start = time.perf_counter()
+import memkit
+from memkit import Memory, AsyncMemory, MemoryConfig
+elapsed = time.perf_counter() - start
+heavy = [m for m in ("litellm", "onnxruntime", "tokenizers", "qdrant_client", "chromadb", "psycopg")
+         if m in sys.modules]
+print(f"{elapsed:.3f} {','.join(heavy)}")
+"""
+
+
+def test_import_is_light_and_offline() -> None:
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True)
+    elapsed, _, heavy = out.stdout.strip().partition(" ")
+    assert heavy == "", f"import memkit pulled in {heavy}"
+    print(f"import memkit + Memory: {elapsed} s")
