@@ -1,0 +1,423 @@
+"""The ``memkit`` command. Heavy modules are imported inside the commands that need them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
+
+import typer
+
+from memkit._errors import MemkitError
+from memkit.cli._config import Settings, memory_config
+
+if TYPE_CHECKING:
+    from memkit._memory import Memory
+
+app = typer.Typer(
+    name="memkit", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    help="Long-term memory for AI agents: add, search and manage memories; serve them over "
+         "REST or MCP. Configure with --config FILE, MEMKIT_CONFIG, or the flags below.",
+)
+eval_app = typer.Typer(no_args_is_help=True, help="Retrieval benchmarks.")
+app.add_typer(eval_app, name="eval")
+
+UserOpt = Annotated[str | None, typer.Option("--user-id", "-u", help="Scope: user id.")]
+AgentOpt = Annotated[str | None, typer.Option("--agent-id", "-a", help="Scope: agent id.")]
+RunOpt = Annotated[str | None, typer.Option("--run-id", "-r", help="Scope: run id.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
+FiltersOpt = Annotated[str | None, typer.Option(
+    "--filters", "-f", help='A filter as JSON, e.g. \'{"topic": "food"}\'.')]
+LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=1, help="How many at most.")]
+
+
+def _settings(ctx: typer.Context) -> Settings:
+    settings = ctx.find_root().obj
+    return settings if isinstance(settings, Settings) else Settings()
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    from rich.console import Console
+
+    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _memory(ctx: typer.Context) -> Iterator[Memory]:
+    from memkit._memory import Memory
+
+    try:
+        memory = Memory(memory_config(_settings(ctx).resolve()))
+    except MemkitError as exc:
+        fail(str(exc))
+    try:
+        yield memory
+    except MemkitError as exc:
+        fail(f"{type(exc).__name__}: {exc}")
+    finally:
+        memory.close()
+
+
+def _json_arg(raw: str | None, what: str) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        fail(f"{what} must be a JSON object: {exc}")
+    if not isinstance(value, dict):
+        fail(f"{what} must be a JSON object")
+    return value
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def _emit(data: Any, as_json: bool, render: Callable[[], None]) -> None:
+    if as_json:
+        _print_json(data)
+    else:
+        render()
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str], title: str | None = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+    Console().print(table)
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    config: Annotated[str | None, typer.Option(
+        "--config", "-c", help="Config file (JSON or YAML). Default: $MEMKIT_CONFIG.")] = None,
+    store: Annotated[str | None, typer.Option(
+        help="Vector store provider: sqlite, memory, qdrant, chroma, pgvector.")] = None,
+    path: Annotated[str | None, typer.Option(help="The sqlite store's file.")] = None,
+    embedder: Annotated[str | None, typer.Option(help="Embedder provider: local, litellm.")
+                        ] = None,
+    llm_model: Annotated[str | None, typer.Option(
+        "--llm-model", help="Any litellm model string, e.g. ollama/llama3.1.")] = None,
+) -> None:
+    ctx.obj = Settings(config, store, path, embedder, llm_model)
+
+
+@app.command()
+def add(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="What to remember.")],
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    metadata: Annotated[str | None, typer.Option("--metadata", "-m", help="JSON object.")
+                        ] = None,
+    infer: Annotated[bool, typer.Option(
+        "--infer/--no-infer", help="Let the LLM curate facts, or store the text verbatim.")
+                     ] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remember a text (with --infer, the LLM extracts and reconciles facts)."""
+    with _memory(ctx) as memory:
+        result = memory.add(text, user_id=user_id, agent_id=agent_id, run_id=run_id,
+                            metadata=_json_arg(metadata, "--metadata"), infer=infer)
+    data = result.model_dump(mode="json")
+    _emit(data, as_json, lambda: _table(data["results"], ["event", "id", "memory"]))
+    for error in result.errors:
+        print(f"skipped ({error.stage}): {error.message}", file=sys.stderr)
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    limit: LimitOpt = 10, filters: FiltersOpt = None,
+    threshold: Annotated[float | None, typer.Option(min=0, max=1)] = None,
+    mode: Annotated[str | None, typer.Option(help="hybrid, vector or keyword.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The memories of a scope most relevant to a query."""
+    with _memory(ctx) as memory:
+        result = memory.search(query, user_id=user_id, agent_id=agent_id, run_id=run_id,
+                               limit=limit, filters=_json_arg(filters, "--filters"),
+                               threshold=threshold, mode=mode)  # type: ignore[arg-type]
+    data = result.model_dump(mode="json")
+    _emit(data, as_json, lambda: _table(data["results"], ["score", "id", "memory"]))
+
+
+@app.command()
+def get(
+    ctx: typer.Context, memory_id: Annotated[str, typer.Argument(metavar="ID")],
+    as_json: JsonOpt = False,
+) -> None:
+    """One memory by id."""
+    with _memory(ctx) as memory:
+        item = memory.get(memory_id)
+    if item is None:
+        fail(f"no memory with id {memory_id!r}")
+    data = item.model_dump(mode="json", exclude={"score"})
+    _emit(data, as_json, lambda: _table([{"field": k, "value": v} for k, v in data.items()],
+                                        ["field", "value"]))
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    limit: LimitOpt = 100, filters: FiltersOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """A scope's memories, newest first."""
+    with _memory(ctx) as memory:
+        result = memory.get_all(user_id=user_id, agent_id=agent_id, run_id=run_id,
+                                filters=_json_arg(filters, "--filters"), limit=limit)
+    data = result.model_dump(mode="json")
+    _emit(data, as_json, lambda: _table(data["results"], ["id", "memory", "updated_at"]))
+
+
+@app.command()
+def update(
+    ctx: typer.Context, memory_id: Annotated[str, typer.Argument(metavar="ID")],
+    text: Annotated[str, typer.Argument(help="The new text.")],
+    metadata: Annotated[str | None, typer.Option("--metadata", "-m", help="JSON, merged.")
+                        ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replace a memory's text."""
+    with _memory(ctx) as memory:
+        item = memory.update(memory_id, text, metadata=_json_arg(metadata, "--metadata"))
+    data = item.model_dump(mode="json", exclude={"score"})
+    _emit(data, as_json, lambda: print(f"updated {data['id']}: {data['memory']}"))
+
+
+@app.command()
+def delete(
+    ctx: typer.Context,
+    memory_id: Annotated[str | None, typer.Argument(metavar="[ID]")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Delete every memory of the scope.")
+                    ] = False,
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete one memory by id, or with --all every memory of a scope."""
+    if (memory_id is None) == (not all_):
+        fail("give either an ID or --all with a scope")
+    with _memory(ctx) as memory:
+        if memory_id is not None:
+            memory.delete(memory_id)
+            count = 1
+        else:
+            count = memory.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id)
+    _emit({"deleted": count}, as_json, lambda: print(f"deleted {count}"))
+
+
+@app.command()
+def history(
+    ctx: typer.Context, memory_id: Annotated[str, typer.Argument(metavar="ID")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Every change to a memory, oldest first."""
+    with _memory(ctx) as memory:
+        rows = [r.model_dump(mode="json") for r in memory.history(memory_id)]
+    _emit(rows, as_json, lambda: _table(rows, ["timestamp", "event", "old_value", "new_value"]))
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    output: Annotated[Path | None, typer.Argument(help="JSONL file (default: stdout).")
+                      ] = None,
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+) -> None:
+    """Write every memory (or a scope's) with its history, one JSON object per line."""
+    from memkit._pipeline.inputs import Scope
+    from memkit.cli._transfer import export_lines
+
+    with _memory(ctx) as memory:
+        scope = Scope.of(user_id, agent_id, run_id, required=False)
+        lines = export_lines(memory, scope.filter())
+        if output is None:
+            for line in lines:
+                sys.stdout.write(line + "\n")
+            return
+        count = 0
+        with output.open("w", encoding="utf-8") as out:
+            for line in lines:
+                out.write(line + "\n")
+                count += 1
+    print(f"exported {count} memories to {output}", file=sys.stderr)
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    source: Annotated[Path, typer.Argument(
+        exists=True, dir_okay=False, help="A memkit JSONL export or a mem0 get_all JSON.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Load an export, keeping ids, timestamps and history (existing ids are skipped)."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from memkit.cli._transfer import import_rows, parse_export
+
+    rows, errors = parse_export(source.read_text(encoding="utf-8"))
+    with _memory(ctx) as memory, Progress(console=Console(stderr=True),
+                                          disable=as_json) as progress:
+        task = progress.add_task("importing", total=len(rows))
+        report = import_rows(memory, rows, lambda n: progress.advance(task, n))
+    report.errors[:0] = errors
+    data = {"imported": report.imported, "skipped": report.skipped, "errors": report.errors}
+
+    def render() -> None:
+        print(f"imported {report.imported}, skipped {report.skipped}")
+        for error in report.errors:
+            print(f"  {error}", file=sys.stderr)
+
+    _emit(data, as_json, render)
+    if report.errors:
+        raise typer.Exit(1)
+
+
+@app.command()
+def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """How many memories, per user, agent and run, and where they are kept."""
+    from collections import Counter
+
+    from memkit.cli._transfer import iter_records
+
+    counters: dict[str, Counter[str]] = {f: Counter() for f in ("user_id", "agent_id", "run_id")}
+    total = 0
+    with _memory(ctx) as memory:
+        for record in iter_records(memory):
+            total += 1
+            for name, counter in counters.items():
+                if (value := getattr(record, name)) is not None:
+                    counter[value] += 1
+        data = {
+            "memories": total,
+            "store": memory.config.vector_store.provider,
+            "embedder": memory.embedder.model_name,
+            **{f"{name}s": dict(c.most_common()) for name, c in counters.items()},
+        }
+
+    def render() -> None:
+        print(f"{total} memories in {data['store']} (embedder {data['embedder']})")
+        for name, counter in counters.items():
+            if counter:
+                _table([{name: k, "memories": v} for k, v in counter.most_common(20)],
+                       [name, "memories"])
+
+    _emit(data, as_json, render)
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8765,
+    allow_unauthenticated: Annotated[bool, typer.Option(
+        help="Allow a non-loopback host with no API keys (the API then still refuses "
+             "non-loopback clients).")] = False,
+) -> None:
+    """Serve the REST API (extra: server). Keys: config server.api_keys or MEMKIT_API_KEYS."""
+    try:
+        import uvicorn
+
+        from memkit.server import create_app
+        from memkit.server._auth import is_loopback, load_keys
+    except ImportError as exc:
+        fail(str(exc))
+    config = _settings(ctx).resolve()
+    try:
+        keys = load_keys(None, config)
+        if not keys and not is_loopback(host) and not allow_unauthenticated:
+            fail(f"no API keys are configured, so the server only listens on loopback; "
+                 f"set MEMKIT_API_KEYS (or server.api_keys in the config) to serve on {host}",
+                 code=2)
+        app_ = create_app(config=config)
+    except MemkitError as exc:
+        fail(str(exc))
+    uvicorn.run(app_, host=host, port=port, log_level="info")
+
+
+@app.command()
+def mcp(
+    ctx: typer.Context,
+    transport: Annotated[Literal["stdio", "http"], typer.Option(
+        help="stdio (for desktop clients) or http (streamable HTTP at /mcp).")] = "stdio",
+    host: Annotated[str, typer.Option(help="HTTP interface.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port.")] = 8766,
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+) -> None:
+    """Serve memkit's tools over MCP (extra: mcp). Default scope: the flags, else
+    MEMKIT_USER_ID / MEMKIT_AGENT_ID / MEMKIT_RUN_ID."""
+    try:
+        from memkit.mcp import create_server, default_scope
+    except ImportError as exc:
+        fail(str(exc))
+    from memkit._memory import AsyncMemory
+    from memkit.server._auth import is_loopback
+
+    if transport == "http" and not is_loopback(host):
+        fail("the MCP HTTP transport has no authentication; serve it on loopback only", code=2)
+    env = default_scope()
+    given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+    defaults = {k: given[k] or env[k] for k in given}
+    try:
+        memory = AsyncMemory(memory_config(_settings(ctx).resolve()))
+    except MemkitError as exc:
+        fail(str(exc))
+    server = create_server(memory, defaults=defaults, close_memory=True)
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=host, port=port)
+
+
+@eval_app.command("locomo")
+def eval_locomo(
+    ctx: typer.Context,
+    data: Annotated[Path | None, typer.Option(help="LoCoMo JSON file.")] = None,
+    mode: Annotated[Literal["turns", "observations"], typer.Option(
+        help="Store raw turns or the dataset's observations.")] = "turns",
+    search_mode: Annotated[list[str] | None, typer.Option(
+        "--search", help="hybrid, vector or keyword (repeat for several).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Retrieval recall on LoCoMo: ingest with infer=False, then search every question."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from memkit._eval.locomo import format_report, run_locomo
+    from memkit._memory import Memory
+
+    searches = search_mode or ["hybrid"]
+    settings = _settings(ctx)
+    custom = any((settings.config, settings.store, settings.path, settings.embedder))
+
+    def factory() -> Memory:
+        return Memory(memory_config(settings.resolve()))
+
+    with Progress(console=Console(stderr=True), disable=as_json) as progress:
+        tasks: dict[str, Any] = {}
+
+        def advance(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = progress.add_task(stage, total=total)
+            progress.update(tasks[stage], completed=done, total=total)
+
+        try:
+            report = run_locomo(data, mode=mode, search=searches,  # type: ignore[arg-type]
+                                memory_factory=factory if custom else None, progress=advance)
+        except (MemkitError, OSError, ValueError) as exc:
+            fail(str(exc))
+    _emit(report, as_json, lambda: print(format_report(report)))
