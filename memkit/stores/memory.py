@@ -13,7 +13,7 @@ import numpy as np
 
 from memkit._errors import ConfigError, VectorStoreError
 from memkit._filters import Filter, matches
-from memkit.stores.base import Hit, Record, Vector, VectorStore, cosine_to_score
+from memkit.stores.base import Hit, HistoryLike, Record, Vector, VectorStore, WriteBatch, cosine_to_score
 
 
 _WORD = re.compile(r"\w+")
@@ -45,6 +45,16 @@ class InMemoryStore(VectorStore):
                     f"of {self._model!r}; got {dimension}-dimensional vectors of {model!r}"
                 )
             self._dimension, self._model = dimension, model
+
+    def apply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
+        """All or nothing: a failure part-way (history included) restores the records."""
+        with self._lock:
+            snapshot = dict(self._records)
+            try:
+                return super().apply(batch, history)
+            except BaseException:
+                self._records = snapshot
+                raise
 
     def reset(self) -> None:
         with self._lock:
