@@ -13,8 +13,7 @@ import numpy as np
 
 from memkit._errors import ConfigError, VectorStoreError
 from memkit._filters import Filter, matches
-from memkit.stores.base import Hit, HistoryLike, Record, Vector, VectorStore, WriteBatch, cosine_to_score
-
+from memkit.stores.base import HistoryLike, Hit, Record, Vector, VectorStore, WriteBatch, cosine_to_score
 
 _WORD = re.compile(r"\w+")
 
