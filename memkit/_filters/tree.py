@@ -101,8 +101,6 @@ def condition(field: str, operator: str, value: Any) -> Condition:
             f"unknown operator {operator!r} on field {field!r}; expected one of {', '.join(OPERATORS)}"
         )
     where = f"{field} {op}"
-    if field in TIME_FIELDS and op not in ("contains", "icontains"):
-        value = _time_value(value, where)
     if op in ("in", "nin"):
         if isinstance(value, str | bytes) or not isinstance(value, Sequence):
             raise FilterError(f"{where}: expected a list of values, got {value!r}")
@@ -110,6 +108,8 @@ def condition(field: str, operator: str, value: Any) -> Condition:
             _time_value(v, where) if field in TIME_FIELDS else _scalar(v, where) for v in value
         )
         return Condition(field=field, operator=op, value=items)
+    if field in TIME_FIELDS and op not in ("contains", "icontains"):
+        value = _time_value(value, where)
     scalar = _scalar(value, where)
     if op in ("gt", "gte", "lt", "lte") and isinstance(scalar, bool):
         raise FilterError(f"{where}: order comparisons take a number or a string, not a boolean")
