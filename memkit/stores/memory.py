@@ -103,7 +103,8 @@ class InMemoryStore(VectorStore):
         if not candidates:
             return []
         matrix = np.stack([r.vector for r in candidates if r.vector is not None])
-        sims = matrix @ vector
+        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(vector) or 1.0)
+        sims = (matrix @ vector) / np.where(norms == 0, 1.0, norms)
         order = np.argsort(-sims, kind="stable")[:limit]
         return [
             Hit(replace(candidates[i], vector=None), cosine_to_score(float(sims[i]))) for i in order
