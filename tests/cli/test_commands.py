@@ -1,0 +1,163 @@
+"""Every ``memkit`` command, run as a subprocess on a sqlite file with the hash embedder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMKIT_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def memkit(db: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "memkit.cli", "--store", "sqlite", "--path", str(db),
+           "--embedder", "hash", *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=60)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def memkit_json(db: Path, *args: str) -> Any:
+    return json.loads(memkit(db, *args, "--json").stdout)
+
+
+def test_memory_commands(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    added = memkit_json(db, "add", "I like green tea", "-u", "alice", "--no-infer",
+                        "-m", '{"topic": "drinks"}')
+    tea = added["results"][0]["id"]
+    memkit(db, "add", "I play chess", "-u", "alice", "--no-infer")
+    assert "I play chess" in memkit(db, "list", "-u", "alice").stdout
+
+    hits = memkit_json(db, "search", "green tea", "-u", "alice")["results"]
+    assert hits[0]["id"] == tea
+    only = memkit_json(db, "search", "tea", "-u", "alice", "-f", '{"topic": "none"}')
+    assert only["results"] == []
+
+    assert memkit_json(db, "get", tea)["metadata"]["topic"] == "drinks"
+    assert memkit_json(db, "update", tea, "I like black tea")["memory"] == "I like black tea"
+    events = [h["event"] for h in memkit_json(db, "history", tea)]
+    assert events == ["ADD", "UPDATE"]
+
+    stats = memkit_json(db, "stats")
+    assert stats["memories"] == 2 and stats["user_ids"] == {"alice": 2}
+
+    assert memkit_json(db, "delete", tea) == {"deleted": 1}
+    missing = memkit(db, "get", tea, check=False)
+    assert missing.returncode == 1 and "no memory" in missing.stderr
+    assert memkit_json(db, "delete", "--all", "-u", "alice") == {"deleted": 1}
+    assert memkit_json(db, "list", "-u", "alice")["results"] == []
+
+    no_scope = memkit(db, "add", "x", "--no-infer", check=False)
+    assert no_scope.returncode == 1 and "user_id" in no_scope.stderr
+
+
+def test_export_import_round_trip(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src.db", tmp_path / "dst.db"
+    first = memkit_json(src, "add", "I live in Paris", "-u", "alice", "-a", "travel",
+                        "--no-infer", "-m", '{"city": "Paris", "n": 2}')["results"][0]["id"]
+    memkit(src, "add", "Bob owns a cat", "-u", "bob", "-r", "run-7", "--no-infer")
+    memkit(src, "update", first, "I live in Lyon")
+    dump = tmp_path / "dump.jsonl"
+    memkit(src, "export", str(dump))
+
+    imported = memkit_json(dst, "import", str(dump))
+    assert imported == {"imported": 2, "skipped": 0, "errors": []}
+    again = memkit(dst, "export").stdout
+    assert again == dump.read_text(encoding="utf-8")
+    rows = {r["id"]: r for r in map(json.loads, again.splitlines())}
+    assert rows[first]["memory"] == "I live in Lyon"
+    assert rows[first]["metadata"]["city"] == "Paris"
+    assert (rows[first]["user_id"], rows[first]["agent_id"]) == ("alice", "travel")
+    assert [h["event"] for h in rows[first]["history"]] == ["ADD", "UPDATE"]
+    assert memkit_json(dst, "history", first)[1]["old_value"] == "I live in Paris"
+    assert memkit_json(dst, "search", "Lyon", "-u", "alice")["results"][0]["id"] == first
+    # importing twice changes nothing
+    assert memkit_json(dst, "import", str(dump))["skipped"] == 2
+
+
+def test_import_reads_a_mem0_export(tmp_path: Path) -> None:
+    export = {"results": [
+        {"id": "6f2b1c3e-0000-4000-8000-000000000001", "memory": "Likes hiking",
+         "hash": "x", "metadata": {"source": "mem0"}, "created_at": "2024-07-20T01:40:05-07:00",
+         "updated_at": None, "user_id": "carol"},
+        {"id": "6f2b1c3e-0000-4000-8000-000000000002", "memory": "Allergic to nuts",
+         "metadata": None, "created_at": "2024-07-21T10:00:00+00:00",
+         "updated_at": "2024-07-22T10:00:00+00:00", "user_id": "carol"},
+    ]}
+    path = tmp_path / "mem0.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    db = tmp_path / "m.db"
+    assert memkit_json(db, "import", str(path))["imported"] == 2
+    item = memkit_json(db, "get", "6f2b1c3e-0000-4000-8000-000000000001")
+    assert item["created_at"] == "2024-07-20T08:40:05Z" == item["updated_at"]
+    assert item["metadata"] == {"source": "mem0"}
+    assert [h["event"] for h in memkit_json(db, "history", item["id"])] == ["ADD"]
+
+
+def test_config_file_and_env(tmp_path: Path) -> None:
+    config = tmp_path / "memkit.json"
+    db = tmp_path / "c.db"
+    config.write_text(json.dumps({"vector_store": {"provider": "sqlite",
+                                                   "config": {"path": str(db)}},
+                                  "embedder": "hash"}), encoding="utf-8")
+    base = [sys.executable, "-m", "memkit.cli"]
+    run = subprocess.run([*base, "--config", str(config), "add", "hello", "-u", "u",
+                          "--no-infer"], capture_output=True, text=True, env=_env(), timeout=60)
+    assert run.returncode == 0, run.stderr
+    env = {**_env(), "MEMKIT_CONFIG": str(config)}
+    listed = subprocess.run([*base, "list", "-u", "u", "--json"], capture_output=True,
+                            text=True, env=env, timeout=60)
+    assert [m["memory"] for m in json.loads(listed.stdout)["results"]] == ["hello"]
+
+
+def test_serve_answers_and_refuses_public_host_without_keys(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    refused = memkit(db, "serve", "--host", "0.0.0.0", check=False)
+    assert refused.returncode == 2 and "API keys" in refused.stderr
+
+    with httpx.Client() as probe:
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        cmd = [sys.executable, "-m", "memkit.cli", "--store", "sqlite", "--path", str(db),
+               "--embedder", "hash", "serve", "--port", str(port)]
+        server = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    health = probe.get(f"http://127.0.0.1:{port}/health")
+                    break
+                except httpx.TransportError:
+                    assert server.poll() is None and time.monotonic() < deadline
+                    time.sleep(0.1)
+            assert health.json()["status"] == "ok"
+            added = probe.post(f"http://127.0.0.1:{port}/v1/memories/",
+                               json={"messages": "hi", "user_id": "u", "infer": False})
+            assert added.status_code == 200
+        finally:
+            server.terminate()
+            server.wait(10)
+
+
+@pytest.mark.parametrize("command", [["mcp", "--help"], ["eval", "locomo", "--help"]])
+def test_help_of_long_running_commands(tmp_path: Path, command: list[str]) -> None:
+    assert "Usage" in memkit(tmp_path / "h.db", *command).stdout
