@@ -1,0 +1,327 @@
+"""Ingest and search at scale for every available store (BENCHMARKS.md §2).
+
+    python bench/scale.py                                   # 1k, 10k, 100k; ~10 min on 2 cores
+    python bench/scale.py --sizes 1000 10000 --stores sqlite memory
+    MEMKIT_TEST_PG_DSN=postgresql://... python bench/scale.py   # adds pgvector
+
+Each store runs in its own process (so its peak RSS is its own), fills itself
+with synthetic 384-dimensional unit vectors through the store API in batches
+of 1,000 (1,000 memories per user), and at each size measures search latency
+(p50/p95) for ``--queries`` random query vectors: unscoped, and scoped to one
+user among many; "with query embedding" adds embedding a real question with
+the local embedder to each search. A store whose next size would take longer
+than ``--budget`` seconds to fill stops there.
+
+Then the real pipeline: the local embedder's load time and throughput, and
+``Memory.add(infer=False)`` on LoCoMo turns against that raw throughput.
+Writes bench/results/scale.json and, when matplotlib is installed,
+bench/results/scale.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+from _common import machine, median, percentile, table, write_results  # noqa: E402
+
+DIM = 384
+DEFAULT_DATA = REPO.parent / "shared/data/locomo/locomo10-dev.json"
+STORES = ["sqlite", "memory", "qdrant", "chroma", "pgvector"]
+
+
+def open_store(name: str, workdir: str, args: argparse.Namespace) -> Any:
+    from memkit.stores.base import VectorStore
+
+    store: VectorStore
+    if name == "sqlite":
+        from memkit.stores.sqlite import SQLiteStore
+
+        store = SQLiteStore(path=os.path.join(workdir, "scale.db"))
+    elif name == "memory":
+        from memkit.stores.memory import InMemoryStore
+
+        store = InMemoryStore()
+    elif name == "qdrant":
+        from memkit.stores.qdrant import QdrantStore
+
+        store = QdrantStore(path=os.path.join(workdir, "qdrant"))
+    elif name == "chroma":
+        from memkit.stores.chroma import ChromaStore
+
+        store = (ChromaStore(url=args.chroma_url) if args.chroma_url
+                 else ChromaStore(path=os.path.join(workdir, "chroma")))
+    elif name == "pgvector":
+        from memkit.stores.pgvector import PgVectorStore
+
+        store = PgVectorStore(dsn=args.pg_dsn, collection_name=f"scale_{uuid.uuid4().hex[:8]}")
+    else:
+        raise SystemExit(f"unknown store {name}")
+    store.open(DIM, "synthetic-unit-vectors")
+    return store
+
+
+def unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    block = rng.standard_normal((n, DIM), dtype=np.float32)
+    return block / np.linalg.norm(block, axis=1, keepdims=True)
+
+
+def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One store, in this process: fill to each size and measure."""
+    from memkit._filters import Condition
+    from memkit.embeddings.local import LocalEmbedder
+    from memkit.stores.base import Record
+
+    workdir = tempfile.mkdtemp(prefix=f"scale-{name}-")
+    store = open_store(name, workdir, args)
+    embedder = LocalEmbedder()
+    questions = args.questions[: args.queries]
+    embedder.embed(questions[:2])
+    rng = np.random.default_rng(11)
+    queries = unit(np.random.default_rng(12), args.queries)
+    scope = Condition(field="user_id", operator="eq", value="user-0")
+    now = "2024-01-01T00:00:00+00:00"
+    filled, sizes = 0, {}
+    for size in sorted(args.sizes):
+        start = time.perf_counter()
+        while filled < size:
+            n = min(1000, size - filled)
+            vectors = unit(rng, n)
+            store.insert([
+                Record(id=str(uuid.uuid4()), memory=f"memory number {i} of user {i // 1000}",
+                       hash=f"{i:032x}", created_at=now, updated_at=now,
+                       user_id=f"user-{i // args.per_user}", vector=vectors[j])
+                for j, i in enumerate(range(filled, filled + n))
+            ])
+            filled += n
+        ingest_s = time.perf_counter() - start
+        row: dict[str, Any] = {
+            "ingest_seconds": ingest_s,
+            "ingest_per_s": size_delta(sizes, size) / ingest_s if ingest_s else None,
+        }
+        for label, flt in (("unscoped", None), ("scoped", scope)):
+            store.search(queries[0], limit=10, filter=flt)
+            row[label] = _timed([lambda q=q, f=flt: store.search(q, limit=10, filter=f)
+                                 for q in queries], args.query_budget)
+            row[f"{label}_embed"] = _timed([
+                lambda t=t, f=flt: store.search(embedder.embed([t])[0], limit=10, filter=f)
+                for t in questions], args.query_budget)
+        sizes[str(size)] = row
+        print(f"  {name} {size}: ingest {ingest_s:.1f} s, p50 unscoped "
+              f"{1000 * row['unscoped']['p50']:.2f} ms, scoped {1000 * row['scoped']['p50']:.2f} ms",
+              file=sys.stderr, flush=True)
+        next_sizes = [s for s in args.sizes if s > size]
+        if next_sizes and ingest_s / max(1, size_delta(sizes, size)) * (
+                next_sizes[0] - size) > args.budget:
+            print(f"  {name}: stopping before {next_sizes[0]} (over the {args.budget} s budget)",
+                  file=sys.stderr)
+            break
+    store.close()
+    return {"store": name, "sizes": sizes, "peak_rss_mb": _peak_rss_mb()}
+
+
+def size_delta(sizes: dict[str, Any], size: int) -> int:
+    done = [int(s) for s in sizes if int(s) < size]
+    return size - (max(done) if done else 0)
+
+
+def _timed(calls: list[Any], budget: float) -> dict[str, Any]:
+    times: list[float] = []
+    started = time.perf_counter()
+    for call in calls:
+        t = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t)
+        if time.perf_counter() - started > budget and len(times) >= 5:
+            break
+    return {"n": len(times), "p50": median(times), "p95": percentile(times, 95)}
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
+    """Local embedder load and throughput; Memory.add(infer=False) against it."""
+    from memkit import Memory
+    from memkit._eval.locomo import entries, load_samples
+    from memkit.embeddings.local import LocalEmbedder
+
+    samples = load_samples(args.data)
+    sessions: list[list[str]] = []
+    for sample in samples:
+        texts: dict[int, list[str]] = {}
+        for entry in entries(sample, "turns"):
+            texts.setdefault(entry.session, []).append(entry.text)
+        sessions.extend(texts.values())
+    sessions = sessions[: args.pipeline_sessions]
+    count = sum(len(s) for s in sessions)
+
+    start = time.perf_counter()
+    embedder = LocalEmbedder()
+    embedder.embed(["load"])
+    load_s = time.perf_counter() - start
+    start = time.perf_counter()
+    for texts in sessions:
+        embedder.embed(texts)
+    raw_s = time.perf_counter() - start
+
+    workdir = tempfile.mkdtemp(prefix="scale-pipeline-")
+    config = {"vector_store": {"provider": "sqlite",
+                               "config": {"path": os.path.join(workdir, "memkit.db")}}}
+    with Memory.from_config(config, embedder=embedder) as memory:
+        start = time.perf_counter()
+        for i, texts in enumerate(sessions):
+            memory.add([{"role": "user", "content": t} for t in texts], user_id=f"u{i % 5}",
+                       infer=False)
+        add_s = time.perf_counter() - start
+        questions = args.questions[: args.queries]
+        memory.search(questions[0], user_id="u0", limit=10)
+        search = _timed([lambda q=q: memory.search(q, user_id="u0", limit=10)
+                         for q in questions], args.query_budget)
+    return {
+        "texts": count, "sessions": len(sessions), "embedder_load_s": load_s,
+        "embedder_per_s": count / raw_s, "add_infer_false_per_s": count / add_s,
+        "add_vs_raw": raw_s / add_s, "memory_search_hybrid_with_embedding": search,
+    }
+
+
+def child(args: argparse.Namespace) -> None:
+    result = run_pipeline(args) if args.one == "pipeline" else run_store(args.one, args)
+    sys.stdout.write(json.dumps(result) + "\n")
+
+
+def available(args: argparse.Namespace) -> list[str]:
+    found = []
+    for name in args.stores:
+        if name == "pgvector" and not args.pg_dsn:
+            print("pgvector: skipped (no --pg-dsn / MEMKIT_TEST_PG_DSN)")
+            continue
+        module = {"sqlite": None, "memory": None, "qdrant": "qdrant_client",
+                  "chroma": "chromadb", "pgvector": "psycopg"}[name]
+        if module:
+            try:
+                __import__(module)
+            except ImportError:
+                print(f"{name}: skipped ({module} is not installed)")
+                continue
+        found.append(name)
+    return found
+
+
+def plot(results: list[dict[str, Any]], path: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot")
+        return None
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    for r in results:
+        sizes = [int(s) for s in r["sizes"]]
+        for ax, key in zip(axes, ("unscoped", "scoped"), strict=False):
+            ax.plot(sizes, [1000 * r["sizes"][str(s)][key]["p50"] for s in sizes], "o-",
+                    label=r["store"])
+        axes[2].plot(sizes, [r["sizes"][str(s)]["ingest_per_s"] for s in sizes], "o-",
+                     label=r["store"])
+    titles = ("search p50, unscoped (ms)", "search p50, one user's 1k (ms)", "ingest (records/s)")
+    for ax, title in zip(axes, titles, strict=True):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("memories")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.suptitle("memkit stores, 384-dim synthetic vectors, query embedding excluded")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stores", nargs="+", default=STORES, choices=STORES)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--per-user", type=int, default=1000)
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--query-budget", type=float, default=15.0,
+                        help="seconds per latency series before it stops (at least 5 queries)")
+    parser.add_argument("--budget", type=float, default=150.0,
+                        help="seconds a store may take to fill the next size")
+    parser.add_argument("--pipeline-sessions", type=int, default=60)
+    parser.add_argument("--pg-dsn", default=os.environ.get("MEMKIT_TEST_PG_DSN"))
+    parser.add_argument("--chroma-url", default=None, help="a Chroma server (default: embedded)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--out", type=Path, default=REPO / "bench/results/scale.json")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    from memkit._eval.locomo import load_samples
+
+    args.questions = [qa["question"] for s in load_samples(args.data) for qa in s["qa"]]
+    if args.one:
+        child(args)
+        return
+
+    started = time.perf_counter()
+    results, pipeline = [], None
+    argv = sys.argv[1:]
+    for name in [*available(args), "pipeline"]:
+        print(f"{name} ...", flush=True)
+        proc = subprocess.run([sys.executable, __file__, *argv, "--one", name],
+                              capture_output=True, text=True)
+        sys.stderr.write(proc.stderr[-2000:] if proc.returncode else proc.stderr)
+        if proc.returncode != 0:
+            print(f"{name}: failed", flush=True)
+            continue
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        if name == "pipeline":
+            pipeline = result
+        else:
+            results.append(result)
+
+    rows = []
+    for r in results:
+        for size, s in r["sizes"].items():
+            rows.append([r["store"], size, s["ingest_per_s"],
+                         1000 * s["unscoped"]["p50"], 1000 * s["unscoped"]["p95"],
+                         1000 * s["scoped"]["p50"], 1000 * s["scoped"]["p95"],
+                         1000 * s["unscoped_embed"]["p50"], 1000 * s["scoped_embed"]["p50"],
+                         r["peak_rss_mb"]])
+    print("\nsearch latency in ms (limit 10); scoped = one user's 1k among many")
+    print(table(["store", "memories", "ingest/s", "unscoped p50", "p95", "scoped p50", "p95",
+                 "unscoped+embed p50", "scoped+embed p50", "peak RSS MB"], rows))
+    if pipeline:
+        print("\nreal pipeline (local embedder, SQLite, LoCoMo turns)")
+        print(table(["embedder load s", "embedder texts/s", "add(infer=False) texts/s",
+                     "add / raw", "Memory.search p50 ms (hybrid, with embedding)"],
+                    [[pipeline["embedder_load_s"], pipeline["embedder_per_s"],
+                      pipeline["add_infer_false_per_s"], pipeline["add_vs_raw"],
+                      1000 * pipeline["memory_search_hybrid_with_embedding"]["p50"]]]))
+    png = plot(results, args.out.with_suffix(".png")) if results else None
+    elapsed = time.perf_counter() - started
+    print(f"\ntotal {elapsed:.0f} s")
+    config = {k: v for k, v in vars(args).items() if k not in ("questions", "one", "pg_dsn")}
+    write_results(args.out, {
+        "machine": machine(), "seconds": elapsed, "stores": results, "pipeline": pipeline,
+        "plot": str(png) if png else None,
+        "config": {k: str(v) if isinstance(v, Path) else v for k, v in config.items()},
+    })
+
+
+if __name__ == "__main__":
+    main()
