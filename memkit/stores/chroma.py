@@ -1,0 +1,520 @@
+"""Chroma: embedded (``path``, or in memory) or a server (``host``/``port`` or ``url``).
+
+memkit always passes its own embeddings (the collection has no embedding
+function, so Chroma never downloads a model) and telemetry is off.
+
+Chroma metadata is flat, its lists hold one type, and ``where`` has no
+``$not``, no substring match and numeric-only ranges. So each record's
+metadata holds the record as JSON (``"record"``) and a typed index of its
+fields that makes the reference semantics (:mod:`memkit._filters.evaluate`)
+expressible::
+
+    n:f number (as a float: Chroma compares an integer field with a float operand
+        by truncating the operand)   b:f boolean   s:f string   t:f created_at/updated_at in epoch µs
+    ln:f / lb:f / ls:f / ll:f   the numbers (as floats), booleans, strings and
+                                lower-cased strings of a list
+    sub:f / isub:f              every substring of a string of at most 32 characters
+                                (and of its lower-cased form)
+    has                         the index keys present, for "missing" under negation
+    long                        fields whose strings are too long for ``sub:``
+
+Negation is pushed to the leaves (``$ne``/``$nin``/``$not_contains`` hold on a
+missing key; a negated range also accepts a key absent from ``has``).
+``memory`` is the Chroma document: ``contains`` on it becomes
+``where_document``, which Chroma only ANDs with ``where``, so it must be a
+top-level conjunct. :class:`~memkit.FilterError` is raised for: ordering
+strings other than timestamps, ``icontains`` on ``memory``, ``contains`` on
+``memory`` under OR, and substrings of a field that holds a string longer
+than 32 characters (checked when the filter runs).
+
+Chroma OSS ranks no full text, so there is no keyword search. List pages are
+in ascending id order: the matching ids are fetched, sorted and sliced.
+Server mode uses Chroma's ``AsyncHttpClient`` for the async methods; the
+embedded client has no async API, so there they run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+from collections.abc import Generator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar, TypeVar
+from urllib.parse import urlparse
+
+from memkit._errors import ConfigError, FilterError, MemkitError, VectorStoreError
+from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or
+from memkit._imports import require
+from memkit._time import to_datetime
+from memkit.stores.base import Hit, Record, Vector, VectorStore, cosine_to_score
+
+T = TypeVar("T")
+Call = tuple[str, dict[str, Any]]
+Op = Generator[Call, Any, T]
+Where = dict[str, Any]
+
+MAX_SUBSTRING_SOURCE = 32
+_BATCH = 1000
+_NEVER: Where = {"has": {"$contains": ""}}  # "has" never holds the empty string
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_COMPLEMENT = {"gt": "$lte", "gte": "$lt", "lt": "$gte", "lte": "$gt"}
+
+# -- metadata --------------------------------------------------------------
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _epoch_us(value: str) -> int | None:
+    try:
+        return (to_datetime(value) - _EPOCH) // timedelta(microseconds=1)
+    except ValueError:
+        return None
+
+
+def _substrings(text: str) -> builtins.list[str]:
+    return sorted({text[i:j] for i in range(len(text) + 1) for j in range(i, len(text) + 1)})
+
+
+def encode_metadata(record: Record) -> dict[str, Any]:
+    """The Chroma metadata of a record: the record as JSON and its typed field index."""
+    meta: dict[str, Any] = {"record": json.dumps(record.payload(), ensure_ascii=False)}
+    long: builtins.list[str] = []
+    fields = {k: v for k, v in record.metadata.items() if k not in BUILTIN_FIELDS}
+    fields.update({k: getattr(record, k) for k in BUILTIN_FIELDS})
+    for name, value in fields.items():
+        if isinstance(value, bool):
+            meta[f"b:{name}"] = value
+        elif _is_number(value):
+            meta[f"n:{name}"] = float(value)
+        elif isinstance(value, str):
+            meta[f"s:{name}"] = value
+            if name in TIME_FIELDS and (micros := _epoch_us(value)) is not None:
+                meta[f"t:{name}"] = micros
+            if name == "memory":  # substrings of the memory are searched in the document
+                pass
+            elif len(value) <= MAX_SUBSTRING_SOURCE:
+                meta[f"sub:{name}"] = _substrings(value)
+                meta[f"isub:{name}"] = _substrings(value.lower())
+            else:
+                long.append(name)
+        elif isinstance(value, list):
+            strings = [v for v in value if isinstance(v, str)]
+            for key, items in (
+                (f"lb:{name}", [v for v in value if isinstance(v, bool)]),
+                (f"ln:{name}", [float(v) for v in value if _is_number(v)]),
+                (f"ls:{name}", strings),
+                (f"ll:{name}", [s.lower() for s in strings]),
+            ):
+                if items:
+                    meta[key] = items
+    meta["has"] = ["record", *sorted(meta)]
+    if long:
+        meta["long"] = long
+    return meta
+
+
+def decode_record(id: str, metadata: dict[str, Any]) -> Record:
+    return Record.from_payload(id, json.loads(metadata["record"]))
+
+
+# -- filters ---------------------------------------------------------------
+
+
+def _all(parts: builtins.list[Where | None]) -> Where | None:
+    """AND; ``None`` is true."""
+    present = [p for p in parts if p is not None]
+    if any(p is _NEVER for p in present):
+        return _NEVER
+    if not present:
+        return None
+    return present[0] if len(present) == 1 else {"$and": present}
+
+
+def _any(parts: builtins.list[Where | None]) -> Where | None:
+    """OR; ``None`` is true, an empty OR is false."""
+    if any(p is None for p in parts):
+        return None
+    present = [p for p in parts if p is not _NEVER]
+    if not present:
+        return _NEVER
+    return present[0] if len(present) == 1 else {"$or": present}
+
+
+def _typed(field: str, value: object, kinds: tuple[str, str, str]) -> tuple[str, Any]:
+    boolean, number, string = kinds
+    if isinstance(value, bool):
+        return f"{boolean}:{field}", value
+    if isinstance(value, str):
+        return f"{string}:{field}", value
+    assert isinstance(value, int | float)
+    return f"{number}:{field}", float(value)
+
+
+def _condition(cond: Condition, negate: bool) -> Where | None:
+    field, op, value = cond.field, cond.operator, cond.value
+    if op in ("ne", "nin"):
+        return _condition(cond.model_copy(update={"operator": op[1:] if op == "nin" else "eq"}),
+                          not negate)
+    if field == "memory" and op in ("contains", "icontains"):
+        raise FilterError(
+            f"chroma: memory {op} must be a top-level AND condition, and icontains on memory "
+            "is not supported"
+        )
+    if op == "eq":
+        key, operand = _typed(field, value, ("b", "n", "s"))
+        return {key: {"$ne" if negate else "$eq": operand}}
+    if op == "in":
+        assert isinstance(value, tuple)
+        groups: dict[str, builtins.list[Any]] = {}
+        for item in value:
+            key, operand = _typed(field, item, ("b", "n", "s"))
+            groups.setdefault(key, []).append(operand)
+        if negate:
+            return _all([{k: {"$nin": v}} for k, v in groups.items()])
+        return _any([{k: {"$in": v}} for k, v in groups.items()])
+    if op in ("contains", "icontains"):
+        if isinstance(value, str):
+            sub, element = ("sub", "ls") if op == "contains" else ("isub", "ll")
+            needle = value if op == "contains" else value.lower()
+            parts: builtins.list[Where | None] = [
+                {f"{sub}:{field}": {"$not_contains" if negate else "$contains": needle}},
+                {f"{element}:{field}": {"$not_contains" if negate else "$contains": needle}},
+            ]
+            return _all(parts) if negate else _any(parts)
+        key, operand = _typed(field, value, ("lb", "ln", "ls"))
+        return {key: {"$not_contains" if negate else "$contains": operand}}
+    # gt / gte / lt / lte
+    if _is_number(value):
+        assert isinstance(value, int | float)
+        key, bound = f"n:{field}", float(value)
+    elif isinstance(value, str) and field in TIME_FIELDS and (micros := _epoch_us(value)) is not None:
+        key, bound = f"t:{field}", micros
+    else:
+        raise FilterError(
+            f"chroma cannot order strings: {field} {op} {value!r} (only created_at and "
+            "updated_at take a string bound)"
+        )
+    if not negate:
+        return {key: {f"${op}": bound}}
+    return _any([{"has": {"$not_contains": key}}, {key: {_COMPLEMENT[op]: bound}}])
+
+
+def _where(expr: Filter, negate: bool) -> Where | None:
+    if isinstance(expr, Condition):
+        return _condition(expr, negate)
+    if isinstance(expr, Not):
+        return _where(expr.item, not negate)
+    parts = [_where(i, negate) for i in expr.items]
+    return _all(parts) if isinstance(expr, And) != negate else _any(parts)
+
+
+def _conjuncts(expr: Filter, negate: bool) -> Generator[tuple[Filter, bool], None, None]:
+    if isinstance(expr, Not):
+        yield from _conjuncts(expr.item, not negate)
+    elif (isinstance(expr, And) and not negate) or (isinstance(expr, Or) and negate):
+        for item in expr.items:
+            yield from _conjuncts(item, negate)
+    else:
+        yield expr, negate
+
+
+def translate(expr: Filter) -> tuple[Where | None, Where | None]:
+    """``(where, where_document)`` selecting exactly what the reference evaluator accepts.
+
+    ``None`` means no condition. Filters on ``memory`` substrings become
+    ``where_document``; the rest becomes ``where``.
+    """
+    where: builtins.list[Where | None] = []
+    document: builtins.list[Where] = []
+    for item, negate in _conjuncts(expr, False):
+        if (isinstance(item, Condition) and item.field == "memory"
+                and item.operator == "contains" and isinstance(item.value, str)):
+            if item.value == "":  # every memory contains ""
+                if negate:
+                    where.append(_NEVER)
+                continue
+            document.append({"$not_contains" if negate else "$contains": item.value})
+        else:
+            where.append(_where(item, negate))
+    combined_document = None if not document else (
+        document[0] if len(document) == 1 else {"$and": document}
+    )
+    return _all(where), combined_document
+
+
+def substring_fields(expr: Filter) -> set[str]:
+    """Fields (other than ``memory``) a filter matches by substring."""
+    if isinstance(expr, Condition):
+        substring = expr.operator in ("contains", "icontains") and isinstance(expr.value, str)
+        return {expr.field} if substring and expr.field != "memory" else set()
+    if isinstance(expr, Not):
+        return substring_fields(expr.item)
+    return set().union(*(substring_fields(i) for i in expr.items))
+
+
+# -- the store -------------------------------------------------------------
+
+
+class ChromaStore(VectorStore):
+    """Memories in a Chroma collection (cosine space), with memkit's own embeddings."""
+
+    provider = "chroma"
+    supports_keyword = False
+    #: string-bounded ranges off timestamps; icontains on memory; see the module docstring
+    unsupported_filters: ClassVar[frozenset[str]] = frozenset(
+        {"gt", "gte", "lt", "lte", "contains", "icontains"}
+    )
+
+    def __init__(
+        self,
+        path: str | None = None,
+        host: str | None = None,
+        port: int | None = None,
+        collection_name: str = "memkit",
+        url: str | None = None,
+    ) -> None:
+        super().__init__()
+        chromadb = require("chromadb", "chroma")
+        config = require("chromadb.config", "chroma")
+        if len(collection_name) < 3:
+            raise ConfigError(
+                f"chroma collection names have 3 characters or more: {collection_name!r}"
+            )
+        self.collection_name = collection_name
+        self._settings = config.Settings(anonymized_telemetry=False)
+        if url is not None:
+            parsed = urlparse(url)
+            host, port = parsed.hostname, parsed.port or (443 if parsed.scheme == "https" else 8000)
+            self._ssl = parsed.scheme == "https"
+        else:
+            self._ssl = False
+        self._server = host is not None
+        self._host, self._port = host, port or 8000
+        if self._server:
+            self._client = chromadb.HttpClient(host=host, port=self._port, ssl=self._ssl,
+                                               settings=self._settings)
+        elif path is not None:
+            self._client = chromadb.PersistentClient(path=path, settings=self._settings)
+        else:
+            self._client = chromadb.EphemeralClient(settings=self._settings)
+        self._collection: Any = None
+        self._acollection: Any = None
+        self._dimension: int | None = None
+        self._meta: dict[str, Any] = {}
+
+    # -- drivers ---------------------------------------------------------
+    def _run(self, op: Op[T]) -> T:
+        result: Any = None
+        try:
+            while True:
+                name, kwargs = op.send(result)
+                try:
+                    result = getattr(self._collection, name)(**kwargs)
+                except MemkitError:
+                    raise
+                except Exception as exc:
+                    raise VectorStoreError(f"chroma {name} failed: {exc}") from exc
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    async def _arun(self, op: Op[T]) -> T:
+        if not self._server:
+            return await asyncio.to_thread(self._run, op)
+        if self._acollection is None:
+            chromadb = require("chromadb", "chroma")
+            client = await chromadb.AsyncHttpClient(
+                host=self._host, port=self._port, ssl=self._ssl, settings=self._settings)
+            self._acollection = await client.get_collection(self.collection_name)
+        result: Any = None
+        try:
+            while True:
+                name, kwargs = op.send(result)
+                try:
+                    result = await getattr(self._acollection, name)(**kwargs)
+                except Exception as exc:
+                    raise VectorStoreError(f"chroma {name} failed: {exc}") from exc
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    # -- lifecycle -------------------------------------------------------
+    def open(self, dimension: int, model: str) -> None:
+        meta = {"hnsw:space": "cosine", "memkit:dimension": dimension, "memkit:model": model}
+        try:
+            collection = self._client.get_or_create_collection(
+                self.collection_name, embedding_function=None, metadata=meta)
+        except Exception as exc:
+            raise VectorStoreError(f"chroma cannot open {self.collection_name!r}: {exc}") from exc
+        stored = collection.metadata or {}
+        if (stored.get("memkit:dimension"), stored.get("memkit:model")) != (dimension, model):
+            raise ConfigError(
+                f"collection {self.collection_name!r} holds {stored.get('memkit:dimension')}-"
+                f"dimensional vectors of {stored.get('memkit:model')!r}; got {dimension}-"
+                f"dimensional vectors of {model!r}"
+            )
+        self._collection, self._dimension = collection, dimension
+
+    async def aopen(self, dimension: int, model: str) -> None:
+        await asyncio.to_thread(self.open, dimension, model)
+
+    def close(self) -> None:
+        self._collection = self._acollection = None
+
+    # -- operations ------------------------------------------------------
+    def _check(self, vector: Vector) -> None:
+        if self._dimension is not None and vector.shape != (self._dimension,):
+            raise VectorStoreError(
+                f"vector has shape {vector.shape}, the collection holds "
+                f"{self._dimension} dimensions"
+            )
+
+    def _ids(self, filter: Filter | None) -> Op[builtins.list[str]]:
+        if filter is None:
+            result = yield ("get", {"include": []})
+            return sorted(result["ids"])
+        yield from self._ids_check(filter)
+        where, document = translate(filter)
+        if where is _NEVER:
+            return []
+        result = yield ("get", {"where": where, "where_document": document, "include": []})
+        return sorted(result["ids"])
+
+    def _upsert(self, records: Sequence[Record], method: str) -> Op[None]:
+        for record in records:
+            if record.vector is None:
+                raise VectorStoreError(f"record {record.id} has no vector")
+            self._check(record.vector)
+        for start in range(0, len(records), _BATCH):
+            chunk = records[start:start + _BATCH]
+            assert all(r.vector is not None for r in chunk)
+            yield (method, {
+                "ids": [r.id for r in chunk],
+                "embeddings": [r.vector.tolist() for r in chunk if r.vector is not None],
+                "metadatas": [encode_metadata(r) for r in chunk],
+                "documents": [r.memory for r in chunk],
+            })
+
+    def _insert(self, records: Sequence[Record]) -> Op[None]:
+        yield from self._upsert(records, "upsert")
+
+    def _update(self, record: Record) -> Op[None]:
+        if (yield from self._get(record.id)) is None:
+            raise VectorStoreError(f"no record {record.id} to update")
+        if record.vector is not None:
+            yield from self._upsert([record], "update")
+        else:
+            yield ("update", {"ids": [record.id], "metadatas": [encode_metadata(record)],
+                              "documents": [record.memory]})
+
+    def _delete(self, ids: Sequence[str]) -> Op[None]:
+        for start in range(0, len(ids), _BATCH):
+            yield ("delete", {"ids": builtins.list(ids[start:start + _BATCH])})
+
+    def _reset(self) -> Op[None]:
+        ids = yield from self._ids(None)
+        yield from self._delete(ids)
+
+    def _get(self, id: str) -> Op[Record | None]:
+        result = yield ("get", {"ids": [id], "include": ["metadatas"]})
+        if not result["ids"]:
+            return None
+        return decode_record(result["ids"][0], result["metadatas"][0])
+
+    def _fetch(self, ids: builtins.list[str]) -> Op[builtins.list[Record]]:
+        if not ids:
+            return []
+        result = yield ("get", {"ids": ids, "include": ["metadatas"]})
+        by_id = {i: decode_record(i, m) for i, m in zip(result["ids"], result["metadatas"],
+                                                         strict=True)}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def _search(self, vector: Vector, limit: int, filter: Filter | None) -> Op[builtins.list[Hit]]:
+        self._check(vector)
+        where, document = (None, None) if filter is None else translate(filter)
+        if where is _NEVER or limit <= 0:
+            return []
+        if filter is not None:
+            yield from self._ids_check(filter)
+        result = yield ("query", {
+            "query_embeddings": [vector.tolist()], "n_results": limit, "where": where,
+            "where_document": document, "include": ["metadatas", "distances"],
+        })
+        return [
+            Hit(decode_record(i, m), cosine_to_score(1.0 - d))
+            for i, m, d in zip(result["ids"][0], result["metadatas"][0], result["distances"][0],
+                               strict=True)
+        ]
+
+    def _ids_check(self, filter: Filter) -> Op[None]:
+        for field in sorted(substring_fields(filter)):
+            long = yield ("get", {"where": {"long": {"$contains": field}}, "limit": 1,
+                                  "include": []})
+            if long["ids"]:
+                raise FilterError(
+                    f"chroma: {field!r} holds strings longer than {MAX_SUBSTRING_SOURCE} "
+                    "characters, which substring filters cannot search"
+                )
+
+    def _list(
+        self, filter: Filter | None, limit: int, cursor: str | None
+    ) -> Op[tuple[builtins.list[Record], str | None]]:
+        ids = [i for i in (yield from self._ids(filter)) if cursor is None or i > cursor]
+        page = yield from self._fetch(ids[:limit])
+        return page, (ids[limit - 1] if len(ids) > limit else None)
+
+    def _count(self, filter: Filter | None) -> Op[int]:
+        if filter is None:
+            return int((yield ("count", {})))
+        return len((yield from self._ids(filter)))
+
+    # -- sync ------------------------------------------------------------
+    def reset(self) -> None:
+        self._run(self._reset())
+
+    def insert(self, records: Sequence[Record]) -> None:
+        self._run(self._insert(records))
+
+    def update(self, record: Record) -> None:
+        self._run(self._update(record))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self._run(self._delete(ids))
+
+    def get(self, id: str) -> Record | None:
+        return self._run(self._get(id))
+
+    def search(self, vector: Vector, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+        return self._run(self._search(vector, limit, filter))
+
+    def count(self, filter: Filter | None = None) -> int:
+        return self._run(self._count(filter))
+
+    def list(
+        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+    ) -> tuple[builtins.list[Record], str | None]:
+        return self._run(self._list(filter, limit, cursor))
+
+    # -- async -----------------------------------------------------------
+    async def aclose(self) -> None:
+        self.close()
+
+    async def areset(self) -> None:
+        await self._arun(self._reset())
+
+    async def aget(self, id: str) -> Record | None:
+        return await self._arun(self._get(id))
+
+    async def asearch(
+        self, vector: Vector, *, limit: int, filter: Filter | None = None
+    ) -> builtins.list[Hit]:
+        return await self._arun(self._search(vector, limit, filter))
+
+    async def alist(
+        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+    ) -> tuple[builtins.list[Record], str | None]:
+        return await self._arun(self._list(filter, limit, cursor))
+
+    async def acount(self, filter: Filter | None = None) -> int:
+        return await self._arun(self._count(filter))

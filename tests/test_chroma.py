@@ -1,0 +1,132 @@
+"""Chroma-specific behaviour: translation of the tricky forms, persistence, the server."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("chromadb")
+
+from memkit._errors import ConfigError, FilterError
+from memkit._filters import condition, parse_filter
+from memkit.stores.base import Record
+from memkit.stores.chroma import ChromaStore, encode_metadata, translate
+from tests.conftest import unique_name
+
+
+def _record(memory: str = "Hello world", **metadata: object) -> Record:
+    stamp = "2024-01-02T00:00:00.000000+00:00"
+    return Record(
+        id=str(uuid.uuid4()), memory=memory, hash=memory, user_id="u1", created_at=stamp,
+        updated_at=stamp, metadata=dict(metadata),
+        vector=np.array([1.0, 0.0, 0.0], dtype=np.float32),
+    )
+
+
+def _ids(store: ChromaStore, spec: dict[str, object]) -> set[str]:
+    return {r.id for r in store.list(parse_filter(spec), limit=1000)[0]}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ChromaStore:
+    s = ChromaStore(path=str(tmp_path), collection_name="unit")
+    s.open(3, "m")
+    return s
+
+
+def test_numbers_are_floats_and_lists_are_split_by_type() -> None:
+    meta = encode_metadata(_record(n=2, tags=["A", 1, True]))
+    assert meta["n:n"] == 2.0 and isinstance(meta["n:n"], float)
+    assert (meta["ls:tags"], meta["ll:tags"], meta["ln:tags"], meta["lb:tags"]) == (
+        ["A"], ["a"], [1.0], [True]
+    )
+    assert "n:tags" not in meta["has"] and "n:n" in meta["has"]
+
+
+def test_negation_is_pushed_to_the_leaves() -> None:
+    where, document = translate(parse_filter({"NOT": {"OR": [{"a": 1}, {"b": {"gt": 2}}]}}))
+    assert document is None
+    assert where == {"$and": [
+        {"n:a": {"$ne": 1.0}},
+        {"$or": [{"has": {"$not_contains": "n:b"}}, {"n:b": {"$lte": 2.0}}]},
+    ]}
+
+
+def test_memory_substrings_go_to_the_document() -> None:
+    where, document = translate(parse_filter({"memory": {"contains": "wor"}, "user_id": "u1"}))
+    assert where == {"s:user_id": {"$eq": "u1"}}
+    assert document == {"$contains": "wor"}
+    with pytest.raises(FilterError):
+        translate(parse_filter({"OR": [{"memory": {"contains": "x"}}, {"a": 1}]}))
+    with pytest.raises(FilterError):
+        translate(condition("name", "gte", "b"))
+
+
+def test_filters_match_the_reference(store: ChromaStore) -> None:
+    one, float_one, true, listed, missing = (
+        _record(n=1), _record(n=1.0), _record(n=True), _record(n=["x", 1]), _record()
+    )
+    store.insert([one, float_one, true, listed, missing])
+    assert _ids(store, {"n": 1}) == {one.id, float_one.id}
+    assert _ids(store, {"n": {"ne": 1}}) == {true.id, listed.id, missing.id}
+    assert _ids(store, {"n": {"contains": 1}}) == {listed.id}
+    assert _ids(store, {"NOT": {"n": {"gt": 0.5}}}) == {true.id, listed.id, missing.id}
+    assert _ids(store, {"n": {"in": []}}) == set()
+    assert _ids(store, {"memory": {"contains": "lo w"}}) == {r.id for r in (
+        one, float_one, true, listed, missing)}
+
+
+def test_substrings_of_long_strings_are_refused(store: ChromaStore) -> None:
+    short, long = _record(s="abcdef"), _record(t="x" * 40)
+    store.insert([short, long])
+    assert _ids(store, {"s": {"icontains": "CDE"}}) == {short.id}
+    with pytest.raises(FilterError, match="longer than"):
+        store.count(parse_filter({"t": {"contains": "xx"}}))
+
+
+def test_pages_are_in_id_order(store: ChromaStore) -> None:
+    records = [_record(f"m{i}") for i in range(7)]
+    store.insert(records)
+    ids, cursor = [], None
+    while True:
+        page, cursor = store.list(limit=3, cursor=cursor)
+        ids += [r.id for r in page]
+        if cursor is None:
+            break
+    assert ids == sorted(r.id for r in records)
+
+
+def test_persists_and_checks_dimension(tmp_path: Path) -> None:
+    store = ChromaStore(path=str(tmp_path), collection_name="persist")
+    store.open(3, "m")
+    record = _record(tag="a")
+    store.insert([record])
+    store.close()
+    reopened = ChromaStore(path=str(tmp_path), collection_name="persist")
+    reopened.open(3, "m")
+    assert reopened.get(record.id) == record.with_vector(None)
+    with pytest.raises(ConfigError, match="3-dimensional"):
+        reopened.open(4, "m")
+
+
+def test_short_collection_names_are_refused() -> None:
+    with pytest.raises(ConfigError):
+        ChromaStore(collection_name="ab")
+
+
+async def test_server_native_async(chroma_url: str) -> None:
+    store = ChromaStore(url=chroma_url, collection_name=unique_name("chroma_async"))
+    try:
+        await store.aopen(3, "m")
+        record = _record(tag=["a"])
+        store.insert([record])
+        assert await store.aget(record.id) == record.with_vector(None)
+        assert await store.acount(parse_filter({"tag": {"contains": "a"}})) == 1
+        hits = await store.asearch(np.array([1.0, 0.0, 0.0], dtype=np.float32), limit=2)
+        assert [h.record.id for h in hits] == [record.id]
+        assert hits[0].score == pytest.approx(1.0)
+    finally:
+        store._client.delete_collection(store.collection_name)
