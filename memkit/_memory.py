@@ -26,7 +26,7 @@ from memkit._pipeline.crud import (
     update_flow,
 )
 from memkit._pipeline.effects import Flow
-from memkit._pipeline.inputs import Scope, limit_of, messages_of, metadata_of
+from memkit._pipeline.inputs import Scope, limit_of, messages_of, metadata_of, timestamp_of
 from memkit._pipeline.runtime import Runtime
 from memkit._time import to_iso, utcnow
 from memkit.embeddings import PROVIDERS as EMBEDDERS
@@ -138,7 +138,7 @@ def _add(
         filters=parse_filter(filters),
         prompt=prompt,
         infer=bool(infer),
-        timestamp=to_iso(timestamp if timestamp is not None else utcnow()),
+        timestamp=timestamp_of(timestamp if timestamp is not None else utcnow()),
         extraction_prompt=prompts.fact_extraction,
         decision_prompt=prompts.update_decision,
         candidates_per_fact=self.config.candidates_per_fact,

@@ -10,6 +10,7 @@ from typing import Any
 
 from memkit._errors import FilterError, MemkitError, ScopeError
 from memkit._filters import BUILTIN_FIELDS, Condition, Filter, all_of, check_field_name
+from memkit._time import to_iso
 from memkit.llms.base import Message
 
 ROLES = frozenset({"system", "user", "assistant", "tool", "function", "developer"})
@@ -110,3 +111,11 @@ def limit_of(limit: object) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise MemkitError(f"limit must be a positive integer, got {limit!r}")
     return limit
+
+
+def timestamp_of(value: object) -> str:
+    """A caller's timestamp (datetime, ISO 8601 string or epoch seconds) as the stored ISO form."""
+    try:
+        return to_iso(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError, OSError) as exc:
+        raise MemkitError(f"invalid timestamp {value!r}: {exc}") from None
