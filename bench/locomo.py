@@ -25,11 +25,26 @@ from memkit._eval.locomo import format_report, run_locomo  # noqa: E402
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/locomo/locomo10-dev.json"
 
 
+class Progress:
+    """A one-line progress report on stderr, redrawn at most every half second."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done == total or now - self.last > 0.5:
+            self.last = now
+            end = "\n" if done == total else ""
+            print(f"\r  {stage}: {done}/{total}", end=end, file=sys.stderr, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="LoCoMo retrieval recall through memkit")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a LoCoMo-format JSON file")
     parser.add_argument("--mode", choices=["turns", "observations"], action="append")
     parser.add_argument("--search", choices=["keyword", "vector", "hybrid"], action="append")
+    parser.add_argument("--progress", action="store_true", help="report progress on stderr")
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/locomo.json")
     args = parser.parse_args()
     modes = args.mode or ["turns", "observations"]
@@ -37,7 +52,8 @@ def main() -> None:
     started = time.perf_counter()
     reports = []
     for mode in modes:
-        report = run_locomo(args.data, mode=mode, search=searches)
+        progress = Progress() if sys.stderr.isatty() or args.progress else None
+        report = run_locomo(args.data, mode=mode, search=searches, progress=progress)
         print(format_report(report), flush=True)
         print()
         reports.append(report)
