@@ -60,7 +60,7 @@ TOKENIZER, count_tokens = _token_counter()
 # -- understanding the prompts -------------------------------------------
 
 _DECISION_WORDS = ("ADD", "UPDATE", "DELETE", "NONE")
-_LINE = re.compile(r"^\s*(?:[-*]\s*)?([A-Za-z][\w .'-]{0,40}?)\s*:\s*(\S.*)$")
+_LINE = re.compile(r"^\s*(?:[-*]\s*)?([A-Za-z][\w .'()-]{0,60}?)\s*:\s*(\S.*)$")
 _ROLES = {"user", "assistant", "human", "ai"}
 
 
@@ -169,7 +169,8 @@ def decision_inputs(messages: list[dict[str, Any]]) -> tuple[list[dict[str, str]
     Existing memories are the lists of objects with an id and a text; new facts
     are lists of strings (or objects wrapping them under ``facts``).
     """
-    text = "\n".join(_content(m) for m in messages)
+    user_messages = [m for m in messages if m.get("role") == "user"] or messages
+    text = _content(user_messages[-1])
     if text.count("```") >= 2:  # the data is fenced; few-shot examples around it are not
         text = "\n".join(text.split("```")[1::2])
     existing: list[dict[str, str]] = []
@@ -415,6 +416,60 @@ def local_embed() -> EmbedFn:
     return lambda texts: embedder.embed(list(texts)).tolist()
 
 
+class StubProcess:
+    """The stub in a process of its own (so it shares no GIL with the system measured),
+    with the same ``base_url``, ``latency_ms`` and ``reset()`` as :class:`StubLLM`."""
+
+    def __init__(self, *, latency_ms: float = 0.0, embeddings: bool = True) -> None:
+        import subprocess
+        import sys
+
+        repo = Path(__file__).resolve().parents[1]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)}
+        command = [sys.executable, __file__, "--port", "0", "--latency-ms", str(latency_ms)]
+        if not embeddings:
+            command.append("--no-embeddings")
+        self._proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        match = re.search(r"(http://127\.0\.0\.1:\d+/v1)", line)
+        if not match:
+            self._proc.kill()
+            raise RuntimeError(f"the stub did not start: {line!r}")
+        self.base_url = match.group(1)
+        self._latency_ms = latency_ms
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        from urllib.request import Request, urlopen
+
+        url = self.base_url.removesuffix("/v1") + path
+        request = Request(url, data=json.dumps(body).encode(), method="POST",
+                          headers={"Content-Type": "application/json"})
+        with urlopen(request, timeout=30) as response:
+            result: dict[str, Any] = json.loads(response.read())
+            return result
+
+    @property
+    def latency_ms(self) -> float:
+        return self._latency_ms
+
+    @latency_ms.setter
+    def latency_ms(self, value: float) -> None:
+        self._post("/config", {"latency_ms": value})
+        self._latency_ms = value
+
+    def reset(self) -> dict[str, Any]:
+        return self._post("/reset", {})
+
+    def __enter__(self) -> StubProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._proc.terminate()
+        self._proc.wait(timeout=10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8089)
@@ -423,7 +478,8 @@ def main() -> None:
     args = parser.parse_args()
     embed = None if args.no_embeddings else local_embed()
     with StubLLM(port=args.port, latency_ms=args.latency_ms, embed=embed) as stub:
-        print(f"stub LLM on {stub.base_url} (latency {args.latency_ms} ms, tokens: {TOKENIZER})")
+        print(f"stub LLM on {stub.base_url} (latency {args.latency_ms} ms, tokens: {TOKENIZER})",
+              flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()
 

@@ -5,8 +5,8 @@
 
 mem0 is installed from PyPI into bench/.venv-mem0-<version> (created on first
 use) and driven by bench/_mem0_driver.py in a subprocess. Both systems call
-one stub (bench/stub_llm.py) on 127.0.0.1 through their normal OpenAI-style
-providers: chat completions answered deterministically from the conversation,
+one stub (bench/stub_llm.py, in a process of its own) on 127.0.0.1 through
+their normal OpenAI-style providers: chat completions answered deterministically from the conversation,
 and all-MiniLM-L6-v2 embeddings computed by memkit's local embedder. The stub
 counts every request and its prompt tokens the same way for both.
 
@@ -39,7 +39,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import numpy as np  # noqa: E402
 from _common import machine, median, percentile, table, write_results  # noqa: E402
-from stub_llm import StubLLM, local_embed  # noqa: E402
+from stub_llm import StubProcess  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared/data/locomo/locomo10-dev.json"
 DRIVER = REPO / "bench/_mem0_driver.py"
@@ -90,7 +90,7 @@ def ensure_venv(version: str) -> Path:
     return python
 
 
-def run_mem0(python: Path, job: dict[str, Any], stub: StubLLM) -> dict[str, Any]:
+def run_mem0(python: Path, job: dict[str, Any], stub: StubProcess) -> dict[str, Any]:
     workdir = tempfile.mkdtemp(prefix="mem0-bench-")
     job = {**job, "base_url": stub.base_url, "workdir": workdir}
     env = {**os.environ, "MEM0_TELEMETRY": "False", "MEM0_DIR": workdir,
@@ -115,7 +115,7 @@ def memkit_store() -> str:
 EMBEDDER = "local"  # or "stub": memkit fetches the same vectors over HTTP, as mem0 does
 
 
-def memkit_config(stub: StubLLM, workdir: str, store: str) -> dict[str, Any]:
+def memkit_config(stub: StubProcess, workdir: str, store: str) -> dict[str, Any]:
     store_config = {"path": os.path.join(workdir, "memkit.db")} if store == "sqlite" else {}
     embedder: dict[str, Any] = {"provider": "local"}
     if EMBEDDER == "stub":
@@ -131,7 +131,7 @@ def memkit_config(stub: StubLLM, workdir: str, store: str) -> dict[str, Any]:
     }
 
 
-def memkit_adds(stub: StubLLM, adds: list[dict[str, Any]], store: str) -> dict[str, Any]:
+def memkit_adds(stub: StubProcess, adds: list[dict[str, Any]], store: str) -> dict[str, Any]:
     from memkit import Memory
 
     times, events, usage = [], [], {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
@@ -148,7 +148,7 @@ def memkit_adds(stub: StubLLM, adds: list[dict[str, Any]], store: str) -> dict[s
     return {"times": times, "events": events, "reported_usage": usage}
 
 
-def memkit_concurrent(stub: StubLLM, job: dict[str, Any], store: str) -> dict[str, Any]:
+def memkit_concurrent(stub: StubProcess, job: dict[str, Any], store: str) -> dict[str, Any]:
     from memkit import AsyncMemory
 
     async def main() -> dict[str, Any]:
@@ -165,7 +165,7 @@ def memkit_concurrent(stub: StubLLM, job: dict[str, Any], store: str) -> dict[st
     return asyncio.run(main())
 
 
-def memkit_search(stub: StubLLM, job: dict[str, Any], store: str) -> dict[str, Any]:
+def memkit_search(stub: StubProcess, job: dict[str, Any], store: str) -> dict[str, Any]:
     from memkit import Memory
     from memkit._filters import Condition
     from memkit.stores.base import Record
@@ -214,7 +214,7 @@ def memkit_search(stub: StubLLM, job: dict[str, Any], store: str) -> dict[str, A
 
 # -- the phases ---------------------------------------------------------------
 
-def measure_adds(stub: StubLLM, adds: list[dict[str, Any]], latency: float,
+def measure_adds(stub: StubProcess, adds: list[dict[str, Any]], latency: float,
                  mem0_pythons: dict[str, Path], store: str) -> dict[str, Any]:
     stub.latency_ms = latency
     results: dict[str, Any] = {}
@@ -234,7 +234,7 @@ def measure_adds(stub: StubLLM, adds: list[dict[str, Any]], latency: float,
     return results
 
 
-def measure_concurrent(stub: StubLLM, job: dict[str, Any], mem0_pythons: dict[str, Path],
+def measure_concurrent(stub: StubProcess, job: dict[str, Any], mem0_pythons: dict[str, Path],
                        store: str, latency: float) -> dict[str, Any]:
     stub.latency_ms = latency
     results = {"memkit": memkit_concurrent(stub, job, store)}
@@ -274,7 +274,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=300.0)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--api-ingest", type=int, default=10_000,
+    parser.add_argument("--api-ingest", type=int, default=1_000,
                         help="memories inserted through each public API (infer=False)")
     parser.add_argument("--per-user", type=int, default=1000)
     parser.add_argument("--queries", type=int, default=20)
@@ -300,7 +300,7 @@ def main() -> None:
                               f"memkit {args.memkit_embedder}",
                               "config": {k: str(v) if isinstance(v, Path) else v
                                          for k, v in vars(args).items()}}
-    with StubLLM(embed=local_embed()) as stub:
+    with StubProcess() as stub:
         report["tokenizer"] = stub.reset()["tokenizer"]
         adds = windows(turns, args.adds, args.turns_per_add, "conv")
         report["adds_latency_0"] = measure_adds(stub, adds, 0.0, pythons, store)
@@ -351,7 +351,7 @@ def _print_search(results: dict[str, Any]) -> None:
                          1000 * median(s["search_api"]), 1000 * percentile(s["search_api"], 95),
                          1000 * median(s["search_store"]),
                          1000 * percentile(s["search_store"], 95)])
-    print("\nsearch within one user's 1k memories (default store; ms)")
+    print("\nsearch within one user's memories, limit 10 (each default store; ms)")
     print(table(["system", "memories", "API ingest/s", "API p50", "API p95", "store p50",
                  "store p95"], rows))
 
