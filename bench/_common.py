@@ -28,6 +28,7 @@ def machine() -> dict[str, Any]:
         "cpus": os.cpu_count(), "python": platform.python_version(),
         "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
         "commit": commit, "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
 
 
