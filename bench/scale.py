@@ -3,6 +3,8 @@
     python bench/scale.py                                   # 1k, 10k, 100k; ~10 min on 2 cores
     python bench/scale.py --sizes 1000 10000 --stores sqlite memory
     MEMKIT_TEST_PG_DSN=postgresql://... python bench/scale.py   # adds pgvector
+    bash -c 'source scripts/engines.sh && engines_start && python bench/scale.py \
+        --stores pgvector chroma-server --out bench/results/scale-servers.json'   # throwaway servers
 
 Each store runs in its own process (so its peak RSS is its own), fills itself
 with synthetic 384-dimensional unit vectors through the store API in batches
@@ -40,7 +42,7 @@ from _common import machine, median, percentile, table, write_results  # noqa: E
 
 DIM = 384
 DEFAULT_DATA = REPO.parent / "shared/data/locomo/locomo10-dev.json"
-STORES = ["sqlite", "memory", "qdrant", "chroma", "pgvector"]
+STORES = ["sqlite", "memory", "qdrant", "chroma", "chroma-server", "pgvector"]
 
 
 def open_store(name: str, workdir: str, args: argparse.Namespace) -> Any:
@@ -62,8 +64,12 @@ def open_store(name: str, workdir: str, args: argparse.Namespace) -> Any:
     elif name == "chroma":
         from memkit.stores.chroma import ChromaStore
 
-        store = (ChromaStore(url=args.chroma_url) if args.chroma_url
-                 else ChromaStore(path=os.path.join(workdir, "chroma")))
+        store = ChromaStore(path=os.path.join(workdir, "chroma"))
+    elif name == "chroma-server":
+        from memkit.stores.chroma import ChromaStore
+
+        store = ChromaStore(url=args.chroma_url,
+                            collection_name=f"scale_{uuid.uuid4().hex[:8]}")
     elif name == "pgvector":
         from memkit.stores.pgvector import PgVectorStore
 
@@ -210,8 +216,12 @@ def available(args: argparse.Namespace) -> list[str]:
         if name == "pgvector" and not args.pg_dsn:
             print("pgvector: skipped (no --pg-dsn / MEMKIT_TEST_PG_DSN)")
             continue
+        if name == "chroma-server" and not args.chroma_url:
+            print("chroma-server: skipped (no --chroma-url / MEMKIT_TEST_CHROMA_URL)")
+            continue
         module = {"sqlite": None, "memory": None, "qdrant": "qdrant_client",
-                  "chroma": "chromadb", "pgvector": "psycopg"}[name]
+                  "chroma": "chromadb", "chroma-server": "chromadb",
+                  "pgvector": "psycopg"}[name]
         if module:
             try:
                 __import__(module)
@@ -265,7 +275,8 @@ def main() -> None:
                         help="seconds a store may take to fill the next size")
     parser.add_argument("--pipeline-sessions", type=int, default=60)
     parser.add_argument("--pg-dsn", default=os.environ.get("MEMKIT_TEST_PG_DSN"))
-    parser.add_argument("--chroma-url", default=None, help="a Chroma server (default: embedded)")
+    parser.add_argument("--chroma-url", default=os.environ.get("MEMKIT_TEST_CHROMA_URL"),
+                        help="a Chroma server for the chroma-server store")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/scale.json")
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -315,7 +326,8 @@ def main() -> None:
     png = plot(results, args.out.with_suffix(".png")) if results else None
     elapsed = time.perf_counter() - started
     print(f"\ntotal {elapsed:.0f} s")
-    config = {k: v for k, v in vars(args).items() if k not in ("questions", "one", "pg_dsn")}
+    hidden = ("questions", "one", "pg_dsn", "chroma_url")
+    config = {k: v for k, v in vars(args).items() if k not in hidden}
     write_results(args.out, {
         "machine": machine(), "seconds": elapsed, "stores": results, "pipeline": pipeline,
         "plot": str(png) if png else None,
