@@ -13,7 +13,7 @@ expressible::
         by truncating the operand)   b:f boolean   s:f string   t:f created_at/updated_at in epoch µs
     ln:f / lb:f / ls:f / ll:f   the numbers (as floats), booleans, strings and
                                 lower-cased strings of a list
-    sub:f / isub:f              every substring of a string of at most 32 characters
+    sub:f / isub:f              every substring of a string of at most 24 characters
                                 (and of its lower-cased form)
     has                         the index keys present, for "missing" under negation
     long                        fields whose strings are too long for ``sub:``
@@ -25,7 +25,7 @@ missing key; a negated range also accepts a key absent from ``has``).
 top-level conjunct. :class:`~memkit.FilterError` is raised for: ordering
 strings other than timestamps, ``icontains`` on ``memory``, ``contains`` on
 ``memory`` under OR, and substrings of a field that holds a string longer
-than 32 characters (checked when the filter runs).
+than 24 characters, or of ``hash``/timestamps (checked when the filter runs).
 
 Chroma OSS ranks no full text, so there is no keyword search. List pages are
 in ascending id order: the matching ids are fetched, sorted and sliced.
@@ -54,8 +54,10 @@ Call = tuple[str, dict[str, Any]]
 Op = Generator[Call, Any, T]
 Where = dict[str, Any]
 
-MAX_SUBSTRING_SOURCE = 32
+MAX_SUBSTRING_SOURCE = 24
 _BATCH = 1000
+# fixed-width 32-character values: indexing their substrings costs more than it serves
+_NO_SUBSTRINGS = frozenset({"hash", *TIME_FIELDS})
 _NEVER: Where = {"has": {"$contains": ""}}  # "has" never holds the empty string
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _COMPLEMENT = {"gt": "$lte", "gte": "$lt", "lt": "$gte", "lte": "$gt"}
@@ -95,7 +97,7 @@ def encode_metadata(record: Record) -> dict[str, Any]:
                 meta[f"t:{name}"] = micros
             if name == "memory":  # substrings of the memory are searched in the document
                 pass
-            elif len(value) <= MAX_SUBSTRING_SOURCE:
+            elif len(value) <= MAX_SUBSTRING_SOURCE and name not in _NO_SUBSTRINGS:
                 meta[f"sub:{name}"] = _substrings(value)
                 meta[f"isub:{name}"] = _substrings(value.lower())
             else:
@@ -284,6 +286,10 @@ class ChromaStore(VectorStore):
                 f"chroma collection names have 3 characters or more: {collection_name!r}"
             )
         self.collection_name = collection_name
+        self.path = path
+        self.url = url if url is not None else (
+            None if host is None else f"http://{host}:{port or 8000}"
+        )
         self._settings = config.Settings(anonymized_telemetry=False)
         if url is not None:
             parsed = urlparse(url)
@@ -304,6 +310,11 @@ class ChromaStore(VectorStore):
         self._acollection: Any = None
         self._dimension: int | None = None
         self._meta: dict[str, Any] = {}
+
+    @property
+    def client(self) -> Any:
+        """The underlying chromadb client."""
+        return self._client
 
     # -- drivers ---------------------------------------------------------
     def _run(self, op: Op[T]) -> T:

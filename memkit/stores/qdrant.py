@@ -16,8 +16,13 @@ is the exact complement. Qdrant's ``Range`` is numeric only: timestamps are
 ordered through ``t.f``; an order comparison with a string on any other field
 raises :class:`~memkit.FilterError`.
 
+Point ids are the memkit ids when those are canonical UUIDs, and a name-based
+UUID of the id otherwise (the id itself is kept in the payload); ``list`` sorts
+the matching ids itself, since Qdrant scrolls in point-id order.
+
 Keyword search uses a sparse vector per point (hashed term frequencies of the
-memory text) with Qdrant's IDF modifier; a score ``s`` maps to ``s / (1 + s)``.
+memory text) with Qdrant's IDF modifier; scores are divided by the best one, so
+the top hit scores 1.
 
 Every operation is written once, as a generator that yields client calls
 (``(method, kwargs)``); :class:`~qdrant_client.QdrantClient` and
@@ -115,7 +120,7 @@ def encode_payload(record: Record) -> dict[str, Any]:
                                 ("ll", [s.lower() for s in strings])):
                 if items:
                     index[kind][name] = items
-    return {"record": record.payload(), **index}
+    return {"id": record.id, "record": record.payload(), **index}
 
 
 def sparse_vector(text: str, *, query: bool = False) -> Any | None:
@@ -219,15 +224,20 @@ def translate(expr: Filter) -> Any:
 # -- the store -------------------------------------------------------------
 
 
-def _point_id(id: str) -> str | None:
+_ID_NAMESPACE = uuid.UUID("5b0f3a4e-5a8e-4c1e-9d0c-6d656d6b6974")
+
+
+def _point_id(id: str) -> str:
+    """Qdrant ids are UUIDs: a memkit id that is not one maps to a name-based UUID."""
     try:
-        return str(uuid.UUID(id))
+        canonical = str(uuid.UUID(id))
     except ValueError:
-        return None
+        return str(uuid.uuid5(_ID_NAMESPACE, id))
+    return canonical if canonical == id else str(uuid.uuid5(_ID_NAMESPACE, id))
 
 
 def _record(point: Any) -> Record:
-    return Record.from_payload(str(point.id), point.payload["record"])
+    return Record.from_payload(point.payload["id"], point.payload["record"])
 
 
 class QdrantStore(VectorStore):
@@ -346,8 +356,6 @@ class QdrantStore(VectorStore):
 
     def _point(self, record: Record) -> Any:
         id = _point_id(record.id)
-        if id is None:
-            raise VectorStoreError(f"qdrant point ids are UUIDs, got {record.id!r}")
         if record.vector is None:
             raise VectorStoreError(f"record {record.id} has no vector")
         return models.PointStruct(
@@ -379,7 +387,7 @@ class QdrantStore(VectorStore):
                 models.PointVectors(id=id, vector={SPARSE: terms})]})
 
     def _delete(self, ids: Sequence[str]) -> Op[None]:
-        points = [p for p in map(_point_id, ids) if p is not None]
+        points = [_point_id(i) for i in ids]
         if points:
             yield ("delete", {"collection_name": self.collection_name,
                               "points_selector": models.PointIdsList(points=points), "wait": True})
@@ -390,10 +398,7 @@ class QdrantStore(VectorStore):
                           "wait": True})
 
     def _get(self, id: str) -> Op[Record | None]:
-        point_id = _point_id(id)
-        if point_id is None:
-            return None
-        points = yield ("retrieve", {"collection_name": self.collection_name, "ids": [point_id],
+        points = yield ("retrieve", {"collection_name": self.collection_name, "ids": [_point_id(id)],
                                      "with_payload": True, "with_vectors": False})
         return _record(points[0]) if points else None
 
@@ -415,17 +420,36 @@ class QdrantStore(VectorStore):
         if terms is None:
             return []
         points = yield from self._query(terms, SPARSE, limit, filter)
-        return [Hit(_record(p), max(0.0, p.score) / (1.0 + max(0.0, p.score))) for p in points]
+        top = max((p.score for p in points), default=0.0)
+        return [Hit(_record(p), max(0.0, p.score) / top if top > 0 else 0.0) for p in points]
 
     def _list(
         self, filter: Filter | None, limit: int, cursor: str | None
     ) -> Op[tuple[list[Record], str | None]]:
-        points, next_offset = yield ("scroll", {
-            "collection_name": self.collection_name,
-            "scroll_filter": None if filter is None else translate(filter),
-            "limit": limit, "offset": cursor, "with_payload": True, "with_vectors": False,
-        })
-        return [_record(p) for p in points], None if next_offset is None else str(next_offset)
+        # Point ids are UUIDs (hashed when the memkit id is not one), so Qdrant's scroll
+        # order is not memkit's id order: collect the matching ids, sort, fetch one page.
+        ids: list[str] = []
+        offset: Any = None
+        while True:
+            points, offset = yield ("scroll", {
+                "collection_name": self.collection_name,
+                "scroll_filter": None if filter is None else translate(filter),
+                "limit": 10 * _PAGE, "offset": offset,
+                "with_payload": ["id"], "with_vectors": False,
+            })
+            ids.extend(p.payload["id"] for p in points if cursor is None or p.payload["id"] > cursor)
+            if offset is None:
+                break
+        ids.sort()
+        wanted = ids[:limit]
+        if not wanted:
+            return [], None
+        points = yield ("retrieve", {"collection_name": self.collection_name,
+                                     "ids": [_point_id(i) for i in wanted],
+                                     "with_payload": True, "with_vectors": False})
+        by_id = {r.id: r for r in map(_record, points)}
+        page = [by_id[i] for i in wanted if i in by_id]
+        return page, (wanted[-1] if len(ids) > limit else None)
 
     def _count(self, filter: Filter | None) -> Op[int]:
         result = yield ("count", {"collection_name": self.collection_name, "exact": True,

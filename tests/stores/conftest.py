@@ -11,7 +11,9 @@ closed), which the persistence tests use.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -63,8 +65,47 @@ def _reopen_pgvector(store: VectorStore) -> VectorStore:
     return PgVectorStore(store.dsn, collection_name=store.collection_name)
 
 
+def _qdrant_local(tmp: pytest.TempPathFactory, name: str) -> VectorStore:
+    from memkit.stores.qdrant import QdrantStore
+
+    return QdrantStore(path=":memory:", collection_name=name)
+
+
+def _chroma_embedded(tmp: pytest.TempPathFactory, name: str) -> VectorStore:
+    from memkit.stores.chroma import ChromaStore
+
+    return ChromaStore(path=os.fspath(tmp.mktemp("chroma")), collection_name=name)
+
+
+def _chroma_server(tmp: pytest.TempPathFactory, name: str) -> VectorStore:
+    from memkit.stores.chroma import ChromaStore
+    from tests.conftest import engine_address, unique_name
+
+    return ChromaStore(url=engine_address("MEMKIT_TEST_CHROMA_URL"),
+                       collection_name=unique_name(f"{name}-{uuid.uuid4().hex[:8]}"))
+
+
+def _reopen_chroma(store: VectorStore) -> VectorStore:
+    from memkit.stores.chroma import ChromaStore
+
+    assert isinstance(store, ChromaStore)
+    return ChromaStore(path=store.path, url=store.url, collection_name=store.collection_name)
+
+
+def _drop_chroma_collections(stores: list[VectorStore]) -> None:
+    from memkit.stores.chroma import ChromaStore
+
+    for name in {s.collection_name for s in stores if isinstance(s, ChromaStore) and s.url}:
+        assert isinstance(stores[0], ChromaStore)
+        with contextlib.suppress(Exception):  # never opened
+            stores[0].client.delete_collection(name)
+
+
 FACTORIES: dict[str, StoreFactory] = {
     "memory": StoreFactory(_memory),
+    "qdrant-local": StoreFactory(_qdrant_local),
+    "chroma-embedded": StoreFactory(_chroma_embedded, reopen=_reopen_chroma),
+    "chroma-server": StoreFactory(_chroma_server, reopen=_reopen_chroma),
     "sqlite": StoreFactory(_sqlite, reopen=_reopen_sqlite),
     "pgvector": StoreFactory(_pgvector, reopen=_reopen_pgvector),
 }
@@ -102,5 +143,6 @@ def store_factory(
 ) -> Iterator[Stores]:
     stores = Stores(request.param, FACTORIES[request.param], tmp_path_factory)
     yield stores
+    _drop_chroma_collections(stores.made)
     for store in stores.made:
         store.close()
