@@ -31,9 +31,9 @@ SearchMode = Literal["hybrid", "vector", "keyword"]
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
     mode: SearchMode | None = None
-    vector_weight: float = 0.7
-    keyword_weight: float = 0.3
-    candidates: int = 50
+    vector_weight: float = 0.5
+    keyword_weight: float = 0.5
+    candidates: int = 100
 
 
 def search_flow(

@@ -564,13 +564,14 @@ class SQLiteStore(VectorStore):
         if query is None or limit <= 0:
             return []
         fts = self._fts
-        scoped = ""
-        if filter is not None:
-            scoped = f" AND rowid IN (SELECT seq FROM {self._records} WHERE {where})"
+        # Rank in FTS5 first, then join the records: a rowid constraint pushed into FTS5
+        # (``rowid IN (...)``) makes it re-run the query per row.
+        scoped = f" WHERE {where}" if filter is not None else ""
         with self._read() as conn:
             ranked = conn.execute(
-                f"SELECT rowid, bm25({fts}) FROM {fts} WHERE {fts} MATCH ?{scoped}"
-                f" ORDER BY bm25({fts}), rowid LIMIT ?",
+                f"SELECT f.seq, f.rank FROM (SELECT rowid AS seq, bm25({fts}) AS rank FROM {fts}"
+                f" WHERE {fts} MATCH ?) AS f JOIN {self._records} ON {self._records}.seq = f.seq"
+                f"{scoped} ORDER BY f.rank, f.seq LIMIT ?",
                 [query, *(params if filter is not None else []), limit],
             ).fetchall()
             records = self._by_seq(conn, [seq for seq, _ in ranked])
