@@ -25,7 +25,7 @@ class HistoryStore(HistoryLike):
     def reset(self) -> None:
         """Delete every record."""
 
-    def close(self) -> None:  # noqa: B027 - optional
+    def close(self) -> None:
         """Release resources. Idempotent."""
 
     async def aadd(self, records: Sequence[HistoryRecord]) -> None:
