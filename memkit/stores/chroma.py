@@ -47,7 +47,8 @@ from memkit._errors import ConfigError, FilterError, MemkitError, VectorStoreErr
 from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or
 from memkit._imports import require
 from memkit._time import to_datetime
-from memkit.stores.base import Hit, Record, Vector, VectorStore, cosine_to_score
+from memkit.stores._driven import DrivenStore
+from memkit.stores.base import Hit, Record, Vector, cosine_to_score
 
 T = TypeVar("T")
 Call = tuple[str, dict[str, Any]]
@@ -260,7 +261,7 @@ def substring_fields(expr: Filter) -> set[str]:
 # -- the store -------------------------------------------------------------
 
 
-class ChromaStore(VectorStore):
+class ChromaStore(DrivenStore):
     """Memories in a Chroma collection (cosine space), with memkit's own embeddings."""
 
     provider = "chroma"
@@ -480,52 +481,6 @@ class ChromaStore(VectorStore):
             return int((yield ("count", {})))
         return len((yield from self._ids(filter)))
 
-    # -- sync ------------------------------------------------------------
-    def reset(self) -> None:
-        self._run(self._reset())
-
-    def insert(self, records: Sequence[Record]) -> None:
-        self._run(self._insert(records))
-
-    def update(self, record: Record) -> None:
-        self._run(self._update(record))
-
-    def delete(self, ids: Sequence[str]) -> None:
-        self._run(self._delete(ids))
-
-    def get(self, id: str) -> Record | None:
-        return self._run(self._get(id))
-
-    def search(self, vector: Vector, *, limit: int, filter: Filter | None = None) -> list[Hit]:
-        return self._run(self._search(vector, limit, filter))
-
-    def count(self, filter: Filter | None = None) -> int:
-        return self._run(self._count(filter))
-
-    def list(
-        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
-    ) -> tuple[builtins.list[Record], str | None]:
-        return self._run(self._list(filter, limit, cursor))
-
     # -- async -----------------------------------------------------------
     async def aclose(self) -> None:
         self.close()
-
-    async def areset(self) -> None:
-        await self._arun(self._reset())
-
-    async def aget(self, id: str) -> Record | None:
-        return await self._arun(self._get(id))
-
-    async def asearch(
-        self, vector: Vector, *, limit: int, filter: Filter | None = None
-    ) -> builtins.list[Hit]:
-        return await self._arun(self._search(vector, limit, filter))
-
-    async def alist(
-        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
-    ) -> tuple[builtins.list[Record], str | None]:
-        return await self._arun(self._list(filter, limit, cursor))
-
-    async def acount(self, filter: Filter | None = None) -> int:
-        return await self._arun(self._count(filter))

@@ -28,7 +28,6 @@ transaction.
 from __future__ import annotations
 
 import asyncio
-import builtins
 import hashlib
 import os
 import re
@@ -40,12 +39,12 @@ from memkit._errors import ConfigError, FilterError, VectorStoreError
 from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or, Scalar
 from memkit._imports import require
 from memkit._time import to_datetime, to_iso
+from memkit.stores._driven import DrivenStore
 from memkit.stores.base import (
     HistoryLike,
     Hit,
     Record,
     Vector,
-    VectorStore,
     WriteBatch,
     cosine_to_score,
     hash_filter,
@@ -382,7 +381,7 @@ def _version(text: str) -> tuple[int, ...]:
 # -- the store -----------------------------------------------------------------
 
 
-class PgVectorStore(VectorStore):
+class PgVectorStore(DrivenStore):
     """A collection in PostgreSQL with pgvector; several processes may share it.
 
     ``PgVectorStore("postgresql://user@host/db", collection_name="memkit")``;
@@ -545,10 +544,10 @@ class PgVectorStore(VectorStore):
             )
 
     # -- operations, each written once -----------------------------------
-    def _reset_op(self) -> Op[None]:
+    def _reset(self) -> Op[None]:
         yield Statement(sql.SQL("TRUNCATE {t}").format(t=self._table))
 
-    def _insert_op(self, records: Sequence[Record]) -> Op[None]:
+    def _insert(self, records: Sequence[Record]) -> Op[None]:
         for record in records:
             self._check_vector(record, required=True)
         if records:
@@ -562,7 +561,7 @@ class PgVectorStore(VectorStore):
                 [_row_params(r) for r in records], many=True,
             )
 
-    def _update_op(self, record: Record) -> Op[None]:
+    def _update(self, record: Record) -> Op[None]:
         self._check_vector(record, required=False)
         rows = yield Statement(
             sql.SQL(
@@ -577,14 +576,14 @@ class PgVectorStore(VectorStore):
         if not rows:
             raise VectorStoreError(f"no record {record.id} to update")
 
-    def _delete_op(self, ids: Sequence[str]) -> Op[None]:
+    def _delete(self, ids: Sequence[str]) -> Op[None]:
         if ids:
             yield Statement(
                 sql.SQL("DELETE FROM {t} WHERE id = ANY(%(ids)s)").format(t=self._table),
                 {"ids": list(ids)},
             )
 
-    def _get_op(self, id: str) -> Op[Record | None]:
+    def _get(self, id: str) -> Op[Record | None]:
         rows = yield Statement(
             sql.SQL("SELECT {cols} FROM {t} WHERE id = %(id)s").format(
                 cols=_COLUMNS, t=self._table),
@@ -592,7 +591,7 @@ class PgVectorStore(VectorStore):
         )
         return _record(rows[0]) if rows else None
 
-    def _search_op(self, vector: Vector, limit: int, filter: Filter | None) -> Op[list[Hit]]:
+    def _search(self, vector: Vector, limit: int, filter: Filter | None) -> Op[list[Hit]]:
         self._check_shape(vector)
         if limit <= 0:
             return []
@@ -620,7 +619,7 @@ class PgVectorStore(VectorStore):
         rows.sort(key=lambda row: (row[9], row[0]))
         return [Hit(_record(row), cosine_to_score(1.0 - float(row[9]))) for row in rows]
 
-    def _keyword_op(self, text: str, limit: int, filter: Filter | None) -> Op[list[Hit]]:
+    def _keyword_search(self, text: str, limit: int, filter: Filter | None) -> Op[list[Hit]]:
         words = [w for w in text.split() if any(ch.isalnum() for ch in w)]
         if limit <= 0 or not words:
             return []
@@ -644,7 +643,7 @@ class PgVectorStore(VectorStore):
             for row in rows
         ]
 
-    def _list_op(
+    def _list(
         self, filter: Filter | None, limit: int, cursor: str | None
     ) -> Op[tuple[list[Record], str | None]]:
         where, params = translate(filter)
@@ -656,7 +655,7 @@ class PgVectorStore(VectorStore):
         page = [_record(row) for row in rows[:limit]]
         return page, (page[-1].id if len(rows) > limit and page else None)
 
-    def _count_op(self, filter: Filter | None) -> Op[int]:
+    def _count(self, filter: Filter | None) -> Op[int]:
         where, params = translate(filter)
         rows = yield Statement(
             sql.SQL("SELECT count(*) FROM {t} WHERE {w}").format(t=self._table, w=where), params
@@ -682,10 +681,10 @@ class PgVectorStore(VectorStore):
                 if record.hash in seen:
                     skipped.add(record.id)
                 seen.add(record.hash)
-        yield from self._insert_op([r for r in batch.adds if r.id not in skipped])
+        yield from self._insert([r for r in batch.adds if r.id not in skipped])
         for record in batch.updates:
-            yield from self._update_op(record)
-        yield from self._delete_op(batch.deletes)
+            yield from self._update(record)
+        yield from self._delete(batch.deletes)
         if history is not None:
             from memkit.history.postgres import PostgresHistory
 
@@ -712,35 +711,6 @@ class PgVectorStore(VectorStore):
         return isinstance(history, PostgresHistory) and history.dsn == self.dsn
 
     # -- sync -------------------------------------------------------------
-    def reset(self) -> None:
-        self._run(self._reset_op())
-
-    def insert(self, records: Sequence[Record]) -> None:
-        self._run(self._insert_op(records))
-
-    def update(self, record: Record) -> None:
-        self._run(self._update_op(record))
-
-    def delete(self, ids: Sequence[str]) -> None:
-        self._run(self._delete_op(ids))
-
-    def get(self, id: str) -> Record | None:
-        return self._run(self._get_op(id))
-
-    def search(self, vector: Vector, *, limit: int, filter: Filter | None = None) -> list[Hit]:
-        return self._run(self._search_op(vector, limit, filter))
-
-    def keyword_search(self, text: str, *, limit: int, filter: Filter | None = None) -> list[Hit]:
-        return self._run(self._keyword_op(text, limit, filter))
-
-    def list(
-        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
-    ) -> tuple[list[Record], str | None]:
-        return self._run(self._list_op(filter, limit, cursor))
-
-    def count(self, filter: Filter | None = None) -> int:
-        return self._run(self._count_op(filter))
-
     def apply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
         """Dedup check and writes in one transaction, history too when it lives in this database."""
         if self._same_database(history):
@@ -753,39 +723,6 @@ class PgVectorStore(VectorStore):
         return skipped
 
     # -- async ------------------------------------------------------------
-    async def areset(self) -> None:
-        await self._arun(self._reset_op())
-
-    async def ainsert(self, records: Sequence[Record]) -> None:
-        await self._arun(self._insert_op(records))
-
-    async def aupdate(self, record: Record) -> None:
-        await self._arun(self._update_op(record))
-
-    async def adelete(self, ids: Sequence[str]) -> None:
-        await self._arun(self._delete_op(ids))
-
-    async def aget(self, id: str) -> Record | None:
-        return await self._arun(self._get_op(id))
-
-    async def asearch(
-        self, vector: Vector, *, limit: int, filter: Filter | None = None
-    ) -> builtins.list[Hit]:
-        return await self._arun(self._search_op(vector, limit, filter))
-
-    async def akeyword_search(
-        self, text: str, *, limit: int, filter: Filter | None = None
-    ) -> builtins.list[Hit]:
-        return await self._arun(self._keyword_op(text, limit, filter))
-
-    async def alist(
-        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
-    ) -> tuple[builtins.list[Record], str | None]:
-        return await self._arun(self._list_op(filter, limit, cursor))
-
-    async def acount(self, filter: Filter | None = None) -> int:
-        return await self._arun(self._count_op(filter))
-
     async def aapply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
         if self._same_database(history):
             await history.aensure_table()  # type: ignore[attr-defined]

@@ -36,7 +36,6 @@ sync client in a worker thread.
 from __future__ import annotations
 
 import asyncio
-import builtins
 import hashlib
 import re
 import uuid
@@ -49,12 +48,12 @@ from memkit._errors import ConfigError, FilterError, MemkitError, VectorStoreErr
 from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or, Scalar
 from memkit._imports import require
 from memkit._time import to_datetime
+from memkit.stores._driven import DrivenStore
 from memkit.stores.base import (
     HistoryLike,
     Hit,
     Record,
     Vector,
-    VectorStore,
     WriteBatch,
     cosine_to_score,
     hash_filter,
@@ -240,7 +239,7 @@ def _record(point: Any) -> Record:
     return Record.from_payload(point.payload["id"], point.payload["record"])
 
 
-class QdrantStore(VectorStore):
+class QdrantStore(DrivenStore):
     """Memories as Qdrant points: a dense cosine vector, a sparse keyword vector, the payload."""
 
     provider = "qdrant"
@@ -487,35 +486,6 @@ class QdrantStore(VectorStore):
     def close(self) -> None:
         self._client.close()
 
-    def reset(self) -> None:
-        self._run(self._reset())
-
-    def insert(self, records: Sequence[Record]) -> None:
-        self._run(self._insert(records))
-
-    def update(self, record: Record) -> None:
-        self._run(self._update(record))
-
-    def delete(self, ids: Sequence[str]) -> None:
-        self._run(self._delete(ids))
-
-    def get(self, id: str) -> Record | None:
-        return self._run(self._get(id))
-
-    def search(self, vector: Vector, *, limit: int, filter: Filter | None = None) -> list[Hit]:
-        return self._run(self._search(vector, limit, filter))
-
-    def keyword_search(self, text: str, *, limit: int, filter: Filter | None = None) -> list[Hit]:
-        return self._run(self._keyword_search(text, limit, filter))
-
-    def list(
-        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
-    ) -> tuple[list[Record], str | None]:
-        return self._run(self._list(filter, limit, cursor))
-
-    def count(self, filter: Filter | None = None) -> int:
-        return self._run(self._count(filter))
-
     def apply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
         with self._write_lock:
             skipped, rows = self._run(self._apply(batch))
@@ -531,30 +501,6 @@ class QdrantStore(VectorStore):
         if self._aclient is not None:
             await self._aclient.close()
         self.close()
-
-    async def areset(self) -> None:
-        await self._arun(self._reset())
-
-    async def aget(self, id: str) -> Record | None:
-        return await self._arun(self._get(id))
-
-    async def asearch(
-        self, vector: Vector, *, limit: int, filter: Filter | None = None
-    ) -> builtins.list[Hit]:
-        return await self._arun(self._search(vector, limit, filter))
-
-    async def akeyword_search(
-        self, text: str, *, limit: int, filter: Filter | None = None
-    ) -> builtins.list[Hit]:
-        return await self._arun(self._keyword_search(text, limit, filter))
-
-    async def alist(
-        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
-    ) -> tuple[builtins.list[Record], str | None]:
-        return await self._arun(self._list(filter, limit, cursor))
-
-    async def acount(self, filter: Filter | None = None) -> int:
-        return await self._arun(self._count(filter))
 
     async def aapply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
         # the lock serialises dedup-then-write with sync callers; it is taken in a thread

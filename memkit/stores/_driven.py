@@ -1,0 +1,121 @@
+"""Stores whose operations are written once, as generators of engine calls.
+
+An operation (``_insert``, ``_search``, ...) yields what the engine must do and
+receives the answers; the store supplies one driver that runs it with blocking
+calls (``_run``) and one that awaits (``_arun``). The public sync and async
+methods below are then the same line each, for every such store.
+"""
+
+from __future__ import annotations
+
+import builtins
+from abc import abstractmethod
+from collections.abc import Generator, Sequence
+from typing import Any, TypeVar
+
+from memkit._filters import Filter
+from memkit.stores.base import Hit, Record, Vector, VectorStore
+
+T = TypeVar("T")
+Op = Generator[Any, Any, T]
+
+
+class DrivenStore(VectorStore):
+    """A :class:`VectorStore` built from generator operations and two drivers."""
+
+    @abstractmethod
+    def _run(self, op: Op[T]) -> T: ...
+
+    @abstractmethod
+    async def _arun(self, op: Op[T]) -> T: ...
+
+    @abstractmethod
+    def _reset(self) -> Op[None]: ...
+
+    @abstractmethod
+    def _insert(self, records: Sequence[Record]) -> Op[None]: ...
+
+    @abstractmethod
+    def _update(self, record: Record) -> Op[None]: ...
+
+    @abstractmethod
+    def _delete(self, ids: Sequence[str]) -> Op[None]: ...
+
+    @abstractmethod
+    def _get(self, id: str) -> Op[Record | None]: ...
+
+    @abstractmethod
+    def _search(self, vector: Vector, limit: int, filter: Filter | None) -> Op[builtins.list[Hit]]: ...
+
+    def _keyword_search(self, text: str, limit: int, filter: Filter | None) -> Op[builtins.list[Hit]]:
+        raise NotImplementedError(f"{type(self).__name__} has no keyword search")
+
+    @abstractmethod
+    def _list(
+        self, filter: Filter | None, limit: int, cursor: str | None
+    ) -> Op[tuple[builtins.list[Record], str | None]]: ...
+
+    @abstractmethod
+    def _count(self, filter: Filter | None) -> Op[int]: ...
+
+    def reset(self) -> None:
+        self._run(self._reset())
+
+    def insert(self, records: Sequence[Record]) -> None:
+        self._run(self._insert(records))
+
+    def update(self, record: Record) -> None:
+        self._run(self._update(record))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self._run(self._delete(ids))
+
+    def get(self, id: str) -> Record | None:
+        return self._run(self._get(id))
+
+    def search(self, vector: Vector, *, limit: int, filter: Filter | None = None) -> builtins.list[Hit]:
+        return self._run(self._search(vector, limit, filter))
+
+    def keyword_search(self, text: str, *, limit: int, filter: Filter | None = None) -> builtins.list[Hit]:
+        return self._run(self._keyword_search(text, limit, filter))
+
+    def list(
+        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+    ) -> tuple[builtins.list[Record], str | None]:
+        return self._run(self._list(filter, limit, cursor))
+
+    def count(self, filter: Filter | None = None) -> int:
+        return self._run(self._count(filter))
+
+    async def areset(self) -> None:
+        await self._arun(self._reset())
+
+    async def ainsert(self, records: Sequence[Record]) -> None:
+        await self._arun(self._insert(records))
+
+    async def aupdate(self, record: Record) -> None:
+        await self._arun(self._update(record))
+
+    async def adelete(self, ids: Sequence[str]) -> None:
+        await self._arun(self._delete(ids))
+
+    async def aget(self, id: str) -> Record | None:
+        return await self._arun(self._get(id))
+
+    async def asearch(
+        self, vector: Vector, *, limit: int, filter: Filter | None = None
+    ) -> builtins.list[Hit]:
+        return await self._arun(self._search(vector, limit, filter))
+
+    async def akeyword_search(
+        self, text: str, *, limit: int, filter: Filter | None = None
+    ) -> builtins.list[Hit]:
+        return await self._arun(self._keyword_search(text, limit, filter))
+
+    async def alist(
+        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+    ) -> tuple[builtins.list[Record], str | None]:
+        return await self._arun(self._list(filter, limit, cursor))
+
+    async def acount(self, filter: Filter | None = None) -> int:
+        return await self._arun(self._count(filter))
