@@ -45,6 +45,7 @@ class LiteLLM(LLM):
             if value is not None:
                 self._base[key] = value
         self._format_support: str | None = None
+        self._priced: bool | None = None
 
     def _response_format(self, litellm: Any, request: LLMRequest) -> dict[str, Any] | None:
         if request.json_schema is None or not self.structured_output:
@@ -82,7 +83,7 @@ class LiteLLM(LLM):
                     response = litellm.completion(**kwargs)
         except Exception as exc:
             raise LLMError(f"LLM call to {self.model!r} failed: {describe(exc)}") from exc
-        return _to_response(litellm, response)
+        return self._to_response(litellm, response)
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
         litellm = import_litellm()
@@ -93,22 +94,29 @@ class LiteLLM(LLM):
                     response = await litellm.acompletion(**kwargs)
         except Exception as exc:
             raise LLMError(f"LLM call to {self.model!r} failed: {describe(exc)}") from exc
-        return _to_response(litellm, response)
+        return self._to_response(litellm, response)
 
 
-def _to_response(litellm: Any, response: Any) -> LLMResponse:
-    try:
-        text = response.choices[0].message.content or ""
-    except (AttributeError, IndexError) as exc:
-        raise LLMError(f"LLM response has no message: {response!r}") from exc
-    usage = getattr(response, "usage", None)
-    try:
-        cost: float | None = float(litellm.completion_cost(completion_response=response))
-    except Exception:  # litellm does not know this model's price
-        cost = None
-    return LLMResponse(text=text, usage=Usage(
-        llm_calls=1,
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        cost_usd=cost,
-    ))
+    def _cost(self, litellm: Any, response: Any) -> float | None:
+        if self._priced is False:  # litellm did not know this model's price last time
+            return None
+        try:
+            cost = float(litellm.completion_cost(completion_response=response))
+        except Exception:
+            self._priced = False
+            return None
+        self._priced = True
+        return cost
+
+    def _to_response(self, litellm: Any, response: Any) -> LLMResponse:
+        try:
+            text = response.choices[0].message.content or ""
+        except (AttributeError, IndexError) as exc:
+            raise LLMError(f"LLM response has no message: {response!r}") from exc
+        usage = getattr(response, "usage", None)
+        return LLMResponse(text=text, usage=Usage(
+            llm_calls=1,
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            cost_usd=self._cost(litellm, response),
+        ))
