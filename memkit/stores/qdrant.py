@@ -260,6 +260,7 @@ class QdrantStore(DrivenStore):
         qdrant_client = require("qdrant_client", "qdrant")
         self.collection_name = collection_name
         self._dimension: int | None = None
+        self._async_lock: asyncio.Lock | None = None
         self.local = url is None and host is None
         if self.local:
             if path is None or path == ":memory:":
@@ -503,13 +504,16 @@ class QdrantStore(DrivenStore):
         self.close()
 
     async def aapply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
-        # the lock serialises dedup-then-write with sync callers; it is taken in a thread
-        # so the event loop never blocks on it
-        await asyncio.to_thread(self._write_lock.acquire)
-        try:
+        if self._aclient is None:
+            # Local mode runs the sync client: do the whole apply in one worker thread.
+            # (Waiting for the lock in one thread and writing in another can starve the
+            # default executor when many tasks apply at once.)
+            return await asyncio.to_thread(self.apply, batch, history)
+        if self._async_lock is None:
+            self._async_lock = asyncio.Lock()
+        async with self._async_lock:
             skipped, rows = await self._arun(self._apply(batch))
             if rows:
-                await asyncio.to_thread(history.add, rows)
+                aadd = getattr(history, "aadd", None)
+                await (aadd(rows) if aadd is not None else asyncio.to_thread(history.add, rows))
             return skipped
-        finally:
-            self._write_lock.release()
