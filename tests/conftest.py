@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -68,3 +70,37 @@ def _no_real_model_requests() -> Iterator[None]:
 
     with block_real_requests():
         yield
+
+
+_STORE_FILES = {"test_sqlite_store.py": "sqlite", "test_pgvector.py": "pgvector",
+                "test_qdrant.py": "qdrant-local", "test_chroma.py": "chroma"}
+_per_store: dict[str, dict[str, int]] = {}
+
+
+def _store_of(nodeid: str) -> str | None:
+    from tests.stores.conftest import FACTORIES
+
+    path, _, rest = nodeid.partition("::")
+    params = rest.partition("[")[2]
+    for name in sorted(FACTORIES, key=len, reverse=True):
+        if re.search(rf"(?:^|-){re.escape(name)}(?:-|\]|$)", params):
+            return name
+    return _STORE_FILES.get(path.rsplit("/", 1)[-1])
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        store = _store_of(report.nodeid)
+        if store is not None:
+            counts = _per_store.setdefault(store, {})
+            counts[report.outcome] = counts.get(report.outcome, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _per_store:
+        return
+    terminalreporter.section("tests per vector store")
+    for store in sorted(_per_store):
+        counts = _per_store[store]
+        line = ", ".join(f"{counts[k]} {k}" for k in ("passed", "failed", "skipped") if k in counts)
+        terminalreporter.write_line(f"{store:<16} {line}")

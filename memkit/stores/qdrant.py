@@ -36,8 +36,10 @@ sync client in a worker thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import re
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Generator, Sequence
@@ -261,6 +263,8 @@ class QdrantStore(DrivenStore):
         self.collection_name = collection_name
         self._dimension: int | None = None
         self._async_lock: asyncio.Lock | None = None
+        # qdrant-client's local mode is not thread-safe; a server client is.
+        self._client_lock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         self.local = url is None and host is None
         if self.local:
             if path is None or path == ":memory:":
@@ -268,6 +272,7 @@ class QdrantStore(DrivenStore):
             else:
                 self._client = qdrant_client.QdrantClient(path=path)
             self._aclient: Any = None
+            self._client_lock = threading.RLock()
         else:
             remote: dict[str, Any] = {"url": url, "api_key": api_key, "host": host}
             if port is not None:
@@ -281,7 +286,8 @@ class QdrantStore(DrivenStore):
         try:
             while True:
                 name, kwargs = op.send(result)
-                result = self._call(getattr(self._client, name), kwargs)
+                with self._client_lock:
+                    result = self._call(getattr(self._client, name), kwargs)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
 

@@ -27,6 +27,7 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     made.close()
 
 
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
 @pytest.mark.parametrize("infer", [True, False])
 def test_eight_threads_adding_one_fact_leave_one_memory(store: Any, infer: bool) -> None:
     m = Memory(llm=FunctionLLM(_same_fact), embedder=HashEmbedder(), vector_store=store)
@@ -42,6 +43,7 @@ def test_eight_threads_adding_one_fact_leave_one_memory(store: Any, infer: bool)
         t.start()
     for t in threads:
         t.join()
+    assert len(results) == 8, "a worker failed"
     items = m.get_all(user_id="u").results
     assert len(items) == 1
     events = [e for r in results for e in r.results]
