@@ -23,7 +23,7 @@ def main() -> None:
         print(f"memory file: {path}")
 
         # 1. Store messages as they are (no LLM involved).
-        memory.add(
+        added = memory.add(
             [
                 {"role": "user", "content": "I'm vegetarian and allergic to peanuts."},
                 {"role": "user", "content": "I work as a data engineer in Lisbon."},
@@ -40,10 +40,10 @@ def main() -> None:
                 print(f"  {item.score:.3f}  {item.memory}")
 
         # 3. Edit one and read its history.
-        first = memory.get_all(user_id="alice").results[-1]
-        memory.update(first.id, "I'm vegan and allergic to peanuts.")
-        print(f"\nhistory of {first.id}:")
-        for record in memory.history(first.id):
+        diet = added.results[0].id  # events come in message order
+        memory.update(diet, "I'm vegan and allergic to peanuts.")
+        print(f"\nhistory of {diet}:")
+        for record in memory.history(diet):
             print(f"  {record.event:<6} {record.old_value!r} -> {record.new_value!r}")
 
         # 4. Let an LLM curate, when one is configured.
