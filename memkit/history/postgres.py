@@ -21,6 +21,7 @@ from memkit._time import to_datetime
 from memkit.history.base import HistoryStore
 from memkit.stores.pgvector import (
     Op,
+    PoolOwner,
     Statement,
     T,
     adrive,
@@ -36,7 +37,7 @@ _COLUMNS = (
 )
 
 
-class PostgresHistory(HistoryStore):
+class PostgresHistory(PoolOwner, HistoryStore):
     """``PostgresHistory("postgresql://user@host/db")``, or ``DATABASE_URL`` without a DSN.
 
     Records are read oldest first; a ``bigserial`` breaks ties in insertion order.
@@ -153,20 +154,6 @@ class PostgresHistory(HistoryStore):
 
     async def areset(self) -> None:
         await self._arun(self._reset_op())
-
-    def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
-        self._apool = None  # belongs to its event loop; aclose() closes it there
-
-    async def aclose(self) -> None:
-        apool, self._apool = self._apool, None
-        if apool is not None:
-            await apool.close()
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await asyncio.to_thread(pool.close)
 
 
 def _one(query: sql.Composed) -> Op[None]:

@@ -381,7 +381,29 @@ def _version(text: str) -> tuple[int, ...]:
 # -- the store -----------------------------------------------------------------
 
 
-class PgVectorStore(DrivenStore):
+class PoolOwner:
+    """Closes a sync and an async psycopg pool; shared by the store and the history."""
+
+    _pool: ConnectionPool[Any] | None
+    _apool: AsyncConnectionPool[Any] | None
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+        # An async pool belongs to its event loop; aclose() closes it there.
+        self._apool = None
+
+    async def aclose(self) -> None:
+        apool, self._apool = self._apool, None
+        if apool is not None:
+            await apool.close()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await asyncio.to_thread(pool.close)
+
+
+class PgVectorStore(PoolOwner, DrivenStore):
     """A collection in PostgreSQL with pgvector; several processes may share it.
 
     ``PgVectorStore("postgresql://user@host/db", collection_name="memkit")``;
@@ -508,21 +530,6 @@ class PgVectorStore(DrivenStore):
                 i=sql.Identifier(f"{name}_{column}"), t=t, c=sql.Identifier(column)))
         yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (fts)").format(
             i=sql.Identifier(f"{name}_fts"), t=t))
-
-    def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
-        # An async pool belongs to its event loop; aclose() closes it there.
-        self._apool = None
-
-    async def aclose(self) -> None:
-        apool, self._apool = self._apool, None
-        if apool is not None:
-            await apool.close()
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await asyncio.to_thread(pool.close)
 
     def drop(self) -> None:
         """Delete the collection: its table and its entry in ``memkit_collections``."""
@@ -738,4 +745,4 @@ class PgVectorStore(DrivenStore):
         return skipped
 
 
-__all__ = ["META_TABLE", "PgVectorStore", "Statement", "adrive", "drive", "translate"]
+__all__ = ["META_TABLE", "PgVectorStore", "PoolOwner", "Statement", "adrive", "drive", "translate"]
