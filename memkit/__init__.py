@@ -26,7 +26,10 @@ if TYPE_CHECKING:
     from memkit._memory import AsyncMemory, Memory
     from memkit._models import (
         AddResult,
+        DeleteResult,
+        ExportedMemory,
         HistoryRecord,
+        ImportResult,
         MemoryEvent,
         MemoryItem,
         OperationError,
@@ -40,6 +43,8 @@ _LAZY = {
     "Memory": "memkit._memory", "AsyncMemory": "memkit._memory",
     "MemoryConfig": "memkit._config",
     "AddResult": "memkit._models", "HistoryRecord": "memkit._models",
+    "DeleteResult": "memkit._models", "ExportedMemory": "memkit._models",
+    "ImportResult": "memkit._models",
     "MemoryEvent": "memkit._models", "MemoryItem": "memkit._models",
     "OperationError": "memkit._models", "SearchResult": "memkit._models", "Usage": "memkit._models",
     "And": "memkit._filters", "Condition": "memkit._filters", "Filter": "memkit._filters",
@@ -47,8 +52,9 @@ _LAZY = {
 }
 
 __all__ = [
-    "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "EmbeddingError", "Filter",
-    "FilterError", "HistoryRecord", "LLMError", "MemkitError", "Memory", "MemoryConfig",
+    "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "DeleteResult",
+    "EmbeddingError", "ExportedMemory", "Filter", "FilterError", "HistoryRecord", "ImportResult",
+    "LLMError", "MemkitError", "Memory", "MemoryConfig",
     "MemoryEvent", "MemoryItem", "Not", "NotFoundError", "OperationError", "Or", "ScopeError",
     "SearchResult", "Usage", "VectorStoreError", "__version__", "parse_filter",
 ]

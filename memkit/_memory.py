@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Coroutine
+from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+from typing import Any, Self
 
 from memkit._config import MemoryConfig, default_llm_config
 from memkit._errors import ConfigError
 from memkit._filters import all_of, parse_filter
 from memkit._imports import load_object
-from memkit._models import AddResult, HistoryRecord, MemoryItem, SearchResult
+from memkit._models import (
+    AddResult,
+    DeleteResult,
+    ExportedMemory,
+    HistoryRecord,
+    ImportResult,
+    MemoryItem,
+    SearchResult,
+)
 from memkit._pipeline.add import AddRequest, add_flow
 from memkit._pipeline.crud import (
     SearchMode,
@@ -28,6 +35,7 @@ from memkit._pipeline.crud import (
 from memkit._pipeline.effects import Flow
 from memkit._pipeline.inputs import Scope, limit_of, messages_of, metadata_of, timestamp_of
 from memkit._pipeline.runtime import Runtime
+from memkit._pipeline.transfer import export_flow, import_flow
 from memkit._time import to_iso, utcnow
 from memkit.embeddings import PROVIDERS as EMBEDDERS
 from memkit.embeddings.base import Embedder
@@ -37,9 +45,6 @@ from memkit.llms import PROVIDERS as LLMS
 from memkit.llms.base import LLM
 from memkit.stores import PROVIDERS as STORES
 from memkit.stores.base import VectorStore
-
-P = ParamSpec("P")
-T = TypeVar("T")
 
 Timestamp = datetime | str | int | float
 
@@ -81,7 +86,7 @@ class _Shell:
         if history is None:
             history = self._default_history(cfg, vector_store)
         self._runtime = Runtime(llm, embedder, vector_store, history)
-        self._search = SearchSettings(cfg.search.mode, cfg.search.vector_weight,
+        self._search_settings = SearchSettings(cfg.search.mode, cfg.search.vector_weight,
                                       cfg.search.keyword_weight, cfg.search.candidates)
 
     @staticmethod
@@ -127,9 +132,6 @@ def _add(
     infer: bool = True,
     timestamp: Timestamp | None = None,
 ) -> Flow[AddResult]:
-    """Remember a conversation. With ``infer=True`` an LLM extracts facts and decides,
-    against what the scope already holds, whether to ADD, UPDATE, DELETE or do nothing;
-    with ``infer=False`` each message is stored as it is."""
     prompts = self.config.custom_prompts
     request = AddRequest(
         messages=messages_of(messages),
@@ -159,18 +161,9 @@ def _search(
     threshold: float | None = None,
     mode: SearchMode | None = None,
 ) -> Flow[SearchResult]:
-    """Memories of the scope most relevant to ``query``, highest score first.
-
-    ``mode`` is "hybrid" (default where the store has keyword search), "vector" or
-    "keyword"; ``threshold`` drops results scoring below it."""
     scope = Scope.of(user_id, agent_id, run_id)
     return search_flow(query, all_of(scope.filter(), parse_filter(filters)), limit_of(limit),
-                       threshold, mode, self._search, self._runtime.store.supports_keyword)
-
-
-def _get(self: _Shell, /, memory_id: str) -> Flow[MemoryItem | None]:
-    """The memory with this id, or ``None``."""
-    return get_flow(memory_id)
+                       threshold, mode, self._search_settings, self._runtime.store.supports_keyword)
 
 
 def _get_all(
@@ -183,21 +176,8 @@ def _get_all(
     filters: dict[str, Any] | None = None,
     limit: int = 100,
 ) -> Flow[SearchResult]:
-    """The scope's memories (matching ``filters``), newest first."""
     scope = Scope.of(user_id, agent_id, run_id)
     return get_all_flow(all_of(scope.filter(), parse_filter(filters)), limit_of(limit))
-
-
-def _update(
-    self: _Shell, /, memory_id: str, text: str, *, metadata: dict[str, Any] | None = None
-) -> Flow[MemoryItem]:
-    """Replace a memory's text (re-embedded); ``metadata`` is merged into its metadata."""
-    return update_flow(memory_id, text, metadata_of(metadata), to_iso(utcnow()))
-
-
-def _delete(self: _Shell, /, memory_id: str) -> Flow[None]:
-    """Delete one memory; its history stays readable. Unknown id: NotFoundError."""
-    return delete_flow(memory_id, to_iso(utcnow()))
 
 
 def _delete_all(
@@ -208,45 +188,22 @@ def _delete_all(
     agent_id: str | None = None,
     run_id: str | None = None,
     filters: dict[str, Any] | None = None,
-) -> Flow[int]:
-    """Delete every memory of the scope (matching ``filters``); returns how many."""
+) -> Flow[DeleteResult]:
     scope = Scope.of(user_id, agent_id, run_id)
     return delete_all_flow(scope, parse_filter(filters), to_iso(utcnow()))
 
 
-def _history(self: _Shell, /, memory_id: str) -> Flow[list[HistoryRecord]]:
-    """Every change to a memory, oldest first."""
-    return history_flow(memory_id)
-
-
-def _reset(self: _Shell, /) -> Flow[None]:
-    """Delete every memory and all history."""
-    return reset_flow()
-
-
-def _named(method: Callable[..., Any], op: Callable[..., Any]) -> None:
-    method.__name__ = op.__name__.lstrip("_")
-    method.__qualname__ = method.__name__
-
-
-def _sync(op: Callable[Concatenate[_Shell, P], Flow[T]]) -> Callable[Concatenate[_Shell, P], T]:
-    @functools.wraps(op)
-    def method(self: _Shell, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return self._runtime.run(op(self, *args, **kwargs))
-
-    _named(method, op)
-    return method
-
-
-def _async(
-    op: Callable[Concatenate[_Shell, P], Flow[T]],
-) -> Callable[Concatenate[_Shell, P], Coroutine[Any, Any, T]]:
-    @functools.wraps(op)
-    async def method(self: _Shell, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return await self._runtime.arun(op(self, *args, **kwargs))
-
-    _named(method, op)
-    return method
+def _export(
+    self: _Shell,
+    /,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    filters: dict[str, Any] | None = None,
+) -> Flow[list[ExportedMemory]]:
+    scope = Scope.of(user_id, agent_id, run_id, required=False)
+    return export_flow(all_of(scope.filter(), parse_filter(filters)))
 
 
 class Memory(_Shell):
@@ -257,17 +214,123 @@ class Memory(_Shell):
             m.search("UI preferences", user_id="alice")
     """
 
-    add = _sync(_add)
-    search = _sync(_search)
-    get = _sync(_get)
-    get_all = _sync(_get_all)
-    update = _sync(_update)
-    delete = _sync(_delete)
-    delete_all = _sync(_delete_all)
-    history = _sync(_history)
-    reset = _sync(_reset)
+    def add(
+        self,
+        messages: str | dict[str, Any] | list[dict[str, Any]],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        filters: dict[str, Any] | None = None,
+        prompt: str | None = None,
+        infer: bool = True,
+        timestamp: Timestamp | None = None,
+    ) -> AddResult:
+        """Remember a conversation (a string, a message dict or a list of them).
+
+        With ``infer=True`` an LLM extracts facts and decides, against what the
+        scope already holds, whether to ADD, UPDATE, DELETE or do nothing; with
+        ``infer=False`` each message is stored as it is. At least one of
+        ``user_id``, ``agent_id`` and ``run_id`` is required. ``filters`` narrows
+        the memories the LLM compares with; ``prompt`` replaces the extraction
+        prompt; ``timestamp`` dates the memories (default: now).
+        """
+        return self._runtime.run(_add(
+            self, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
+            filters=filters, prompt=prompt, infer=infer, timestamp=timestamp))
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        filters: dict[str, Any] | None = None,
+        threshold: float | None = None,
+        mode: SearchMode | None = None,
+    ) -> SearchResult:
+        """Memories of the scope most relevant to ``query``, highest score first.
+
+        ``mode`` is "hybrid" (default where the store has keyword search),
+        "vector" or "keyword"; ``threshold`` drops results scoring below it.
+        """
+        return self._runtime.run(_search(
+            self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
+            filters=filters, threshold=threshold, mode=mode))
+
+    def get(self, memory_id: str) -> MemoryItem | None:
+        """The memory with this id, or ``None``."""
+        return self._runtime.run(get_flow(memory_id))
+
+    def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+        limit: int = 100,
+    ) -> SearchResult:
+        """The scope's memories (matching ``filters``), newest first."""
+        return self._runtime.run(_get_all(
+            self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit))
+
+    def update(
+        self, memory_id: str, text: str, *, metadata: dict[str, Any] | None = None
+    ) -> MemoryItem:
+        """Replace a memory's text (re-embedded); ``metadata`` is merged into its metadata."""
+        return self._runtime.run(update_flow(memory_id, text, metadata_of(metadata), to_iso(utcnow())))
+
+    def delete(self, memory_id: str) -> None:
+        """Delete one memory; its history stays readable. Unknown id: NotFoundError."""
+        return self._runtime.run(delete_flow(memory_id, to_iso(utcnow())))
+
+    def delete_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> DeleteResult:
+        """Delete every memory of the scope (matching ``filters``); one event per memory."""
+        return self._runtime.run(_delete_all(
+            self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters))
+
+    def history(self, memory_id: str) -> list[HistoryRecord]:
+        """Every change to a memory, oldest first."""
+        return self._runtime.run(history_flow(memory_id))
+
+    def reset(self) -> None:
+        """Delete every memory and all history."""
+        return self._runtime.run(reset_flow())
+
+    def export(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> list[ExportedMemory]:
+        """Every memory (of the scope, when given) with its history, in id order."""
+        return self._runtime.run(_export(
+            self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters))
+
+    def import_(self, memories: Iterable[ExportedMemory | Mapping[str, Any]]) -> ImportResult:
+        """Write exported memories as they are: ids, timestamps and history kept.
+
+        Takes ``export()``'s items or their JSON objects (and mem0's ``get_all``
+        items). Texts are embedded as ``add`` embeds them; an id that exists,
+        or a text its scope already holds, is skipped.
+        """
+        return self._runtime.run(import_flow(memories))
 
     def close(self) -> None:
+        """Release the store's, the history's and the models' resources."""
         self._runtime.close()
 
     def __enter__(self) -> Memory:
@@ -285,20 +348,112 @@ class AsyncMemory(_Shell):
             await m.add("I prefer dark mode", user_id="alice")
     """
 
-    add = _async(_add)
-    search = _async(_search)
-    get = _async(_get)
-    get_all = _async(_get_all)
-    update = _async(_update)
-    delete = _async(_delete)
-    delete_all = _async(_delete_all)
-    history = _async(_history)
-    reset = _async(_reset)
+    async def add(
+        self,
+        messages: str | dict[str, Any] | list[dict[str, Any]],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        filters: dict[str, Any] | None = None,
+        prompt: str | None = None,
+        infer: bool = True,
+        timestamp: Timestamp | None = None,
+    ) -> AddResult:
+        """See :meth:`Memory.add`."""
+        return await self._runtime.arun(_add(
+            self, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
+            filters=filters, prompt=prompt, infer=infer, timestamp=timestamp))
+
+    async def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        filters: dict[str, Any] | None = None,
+        threshold: float | None = None,
+        mode: SearchMode | None = None,
+    ) -> SearchResult:
+        """See :meth:`Memory.search`."""
+        return await self._runtime.arun(_search(
+            self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
+            filters=filters, threshold=threshold, mode=mode))
+
+    async def get(self, memory_id: str) -> MemoryItem | None:
+        """See :meth:`Memory.get`."""
+        return await self._runtime.arun(get_flow(memory_id))
+
+    async def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+        limit: int = 100,
+    ) -> SearchResult:
+        """See :meth:`Memory.get_all`."""
+        return await self._runtime.arun(_get_all(
+            self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit))
+
+    async def update(
+        self, memory_id: str, text: str, *, metadata: dict[str, Any] | None = None
+    ) -> MemoryItem:
+        """See :meth:`Memory.update`."""
+        return await self._runtime.arun(update_flow(memory_id, text, metadata_of(metadata), to_iso(utcnow())))
+
+    async def delete(self, memory_id: str) -> None:
+        """See :meth:`Memory.delete`."""
+        return await self._runtime.arun(delete_flow(memory_id, to_iso(utcnow())))
+
+    async def delete_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> DeleteResult:
+        """See :meth:`Memory.delete_all`."""
+        return await self._runtime.arun(_delete_all(
+            self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters))
+
+    async def history(self, memory_id: str) -> list[HistoryRecord]:
+        """See :meth:`Memory.history`."""
+        return await self._runtime.arun(history_flow(memory_id))
+
+    async def reset(self) -> None:
+        """See :meth:`Memory.reset`."""
+        return await self._runtime.arun(reset_flow())
+
+    async def export(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> list[ExportedMemory]:
+        """See :meth:`Memory.export`."""
+        return await self._runtime.arun(_export(
+            self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters))
+
+    async def import_(
+        self, memories: Iterable[ExportedMemory | Mapping[str, Any]]
+    ) -> ImportResult:
+        """See :meth:`Memory.import_`."""
+        return await self._runtime.arun(import_flow(memories))
 
     async def aclose(self) -> None:
+        """Release resources, closing async clients on this event loop."""
         await self._runtime.aclose()
 
     def close(self) -> None:
+        """Release resources from synchronous code (async clients are dropped, not awaited)."""
         self._runtime.close()
 
     async def __aenter__(self) -> AsyncMemory:

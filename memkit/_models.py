@@ -14,9 +14,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class MemoryItem(_Model):
-    """One stored memory."""
-
+class _StoredMemory(_Model):
     id: str
     memory: str
     hash: str
@@ -26,11 +24,16 @@ class MemoryItem(_Model):
     run_id: str | None = None
     created_at: datetime
     updated_at: datetime
+
+
+class MemoryItem(_StoredMemory):
+    """One stored memory (``score`` is set by search)."""
+
     score: float | None = None
 
 
 class MemoryEvent(_Model):
-    """What one add did to one memory."""
+    """What one operation did to one memory, with the memory's scope."""
 
     id: str
     event: Event
@@ -38,6 +41,9 @@ class MemoryEvent(_Model):
     old_memory: str | None = None
     new_memory: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
 
 
 class OperationError(_Model):
@@ -82,6 +88,17 @@ class AddResult(_Model):
     errors: list[OperationError] = Field(default_factory=list)
 
 
+class DeleteResult(_Model):
+    """The outcome of ``Memory.delete_all``: one DELETE event per memory deleted."""
+
+    results: list[MemoryEvent] = Field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        """How many memories were deleted."""
+        return len(self.results)
+
+
 class SearchResult(_Model):
     """Memories, best first (search) or in store order (get_all)."""
 
@@ -103,3 +120,18 @@ class HistoryRecord(_Model):
     run_id: str | None = None
     actor_id: str | None = None
     role: str | None = None
+
+
+class ExportedMemory(_StoredMemory):
+    """A memory with its history, as ``Memory.export`` gives and ``Memory.import_`` takes."""
+
+    history: list[HistoryRecord] = Field(default_factory=list)
+
+
+class ImportResult(_Model):
+    """The outcome of ``Memory.import_``: memories written, skipped (id or text already
+    stored in the scope) and rejected, with why."""
+
+    imported: int = 0
+    skipped: int = 0
+    errors: list[str] = Field(default_factory=list)

@@ -19,6 +19,7 @@ import pytest
 
 from memkit._filters import condition, matches, parse_filter
 from memkit._models import HistoryRecord
+from memkit._pipeline.runtime import aapply_batch, apply_batch
 from memkit._time import to_iso
 from memkit.history.postgres import PostgresHistory
 from memkit.stores.base import Record, WriteBatch
@@ -91,7 +92,7 @@ def test_concurrent_applies_from_several_connections_do_not_duplicate(pg_dsn: st
             row = HistoryRecord(id=str(uuid.uuid4()), memory_id=record.id, event="ADD",
                                 new_value=record.memory, timestamp=datetime.now(UTC))
             batch = WriteBatch(adds=[record], history=[row], dedup_scope=scope)
-            return stores[i % len(stores)].apply(batch, history)
+            return set(apply_batch(stores[i % len(stores)], history, batch).winners)
 
         with ThreadPoolExecutor(8) as pool:
             skipped = list(pool.map(add, range(16)))
@@ -117,10 +118,12 @@ async def test_async_apply_and_history_share_one_transaction(pg_dsn: str) -> Non
         row = HistoryRecord(id="h1", memory_id=record.id, event="ADD", new_value=record.memory,
                             timestamp=datetime.now(UTC), run_id="r1")
         scope = parse_filter({"run_id": "r1"})
-        assert await store.aapply(WriteBatch([record], history=[row], dedup_scope=scope),
-                                  history) == set()
+        applied = await aapply_batch(store, history,
+                                     WriteBatch([record], history=[row], dedup_scope=scope))
+        assert applied.winners == {}
         again = _record("speaks Portuguese", rng, run_id="r1")
-        assert await store.aapply(WriteBatch([again], dedup_scope=scope), history) == {again.id}
+        applied = await aapply_batch(store, history, WriteBatch([again], dedup_scope=scope))
+        assert set(applied.winners) == {again.id} and applied.winners[again.id].id == record.id
         assert await store.acount() == 1
         assert [h.id for h in await history.aget(record.id)] == ["h1"]
         hits = await store.akeyword_search("portuguese", limit=5)

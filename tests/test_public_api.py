@@ -12,6 +12,7 @@ EXPECTED = {
     "SearchResult", "HistoryRecord", "Usage", "OperationError", "MemkitError", "ScopeError",
     "FilterError", "VectorStoreError", "LLMError", "EmbeddingError", "NotFoundError",
     "ConfigError", "Condition", "And", "Or", "Not", "Filter", "parse_filter", "__version__",
+    "DeleteResult", "ExportedMemory", "ImportResult",
 }
 
 
@@ -32,11 +33,46 @@ def test_errors_share_one_base_that_is_not_the_builtin() -> None:
 def test_memory_and_async_memory_have_the_same_methods() -> None:
     import inspect
 
-    names = ["add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "reset"]
+    names = ["add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "reset",
+             "export", "import_"]
     for name in names:
         sync, async_ = getattr(memkit.Memory, name), getattr(memkit.AsyncMemory, name)
         assert inspect.signature(sync) == inspect.signature(async_)
         assert inspect.iscoroutinefunction(async_) and not inspect.iscoroutinefunction(sync)
+
+
+def test_public_methods_have_real_signatures_and_docstrings() -> None:
+    import inspect
+    import typing
+
+    sig = inspect.signature(memkit.Memory.add)
+    assert list(sig.parameters)[:2] == ["self", "messages"]
+    assert "user_id" in sig.parameters and sig.parameters["infer"].default is True
+    hints = typing.get_type_hints(memkit.Memory.add)
+    assert hints["return"] is memkit.AddResult
+    assert typing.get_type_hints(memkit.AsyncMemory.search)["return"] is memkit.SearchResult
+    assert typing.get_type_hints(memkit.Memory.delete_all)["return"] is memkit.DeleteResult
+    for cls in (memkit.Memory, memkit.AsyncMemory):
+        for name, member in vars(cls).items():
+            if not name.startswith("_") and callable(member):
+                assert member.__doc__, f"{cls.__name__}.{name} has no docstring"
+    try:
+        memkit.Memory.search(None, "q", top_kk=3)  # type: ignore[arg-type, call-arg]
+    except TypeError as exc:
+        assert "search()" in str(exc) and "_search" not in str(exc)
+
+
+def test_no_front_door_reaches_into_private_runtime() -> None:
+    from pathlib import Path
+
+    root = Path(memkit.__file__).parent
+    for package in ("cli", "server", "mcp"):
+        for path in (root / package).glob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            for private in ("._runtime", "memkit._memory", "memkit._pipeline", "server._auth"):
+                if package == "server" and private == "server._auth":
+                    continue
+                assert private not in text, f"{path.name} uses {private}"
 
 
 PROBE = """

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,8 +14,9 @@ pytest.importorskip("qdrant_client")
 
 from memkit._errors import ConfigError, FilterError
 from memkit._filters import Not, condition, parse_filter
-from memkit._models import HistoryRecord
-from memkit.stores.base import HistoryLike, Record, WriteBatch
+from memkit._pipeline.runtime import aapply_batch
+from memkit.history.sqlite import SQLiteHistory
+from memkit.stores.base import Record, WriteBatch
 from memkit.stores.qdrant import QdrantStore, encode_payload, translate
 
 
@@ -114,7 +114,7 @@ def test_keyword_search_ranks_by_terms(store: QdrantStore) -> None:
 def test_update_without_vector_keeps_it_and_reindexes_text(store: QdrantStore) -> None:
     record = _record("old words", vector=[0.0, 1.0, 0.0])
     store.insert([record])
-    store.update(replace(record, memory="new words", vector=None))
+    store.update([replace(record, memory="new words", vector=None)])
     assert store.keyword_search("old", limit=5) == []
     assert [h.record.memory for h in store.keyword_search("new", limit=5)] == ["new words"]
     hit = store.search(np.array([0.0, 1.0, 0.0], dtype=np.float32), limit=1)[0]
@@ -164,15 +164,10 @@ async def test_server_round_trip_sync_and_async(qdrant_url: str) -> None:
 
 async def test_local_async_methods_share_the_sync_client(store: QdrantStore) -> None:
     records = [_record(f"memory {i}") for i in range(5)]
-    await store.aapply(WriteBatch(adds=records), _NoHistory())
+    await aapply_batch(store, SQLiteHistory(":memory:"), WriteBatch(adds=records))
     page, cursor = await store.alist(limit=3)
     assert [r.id for r in page] == sorted(r.id for r in records)[:3]
     rest, end = await store.alist(limit=3, cursor=cursor)
     assert [r.id for r in page + rest] == sorted(r.id for r in records) and end is None
     assert await store.acount() == 5
     assert len(await store.akeyword_search("memory", limit=10)) == 5
-
-
-class _NoHistory(HistoryLike):
-    def add(self, records: Sequence[HistoryRecord]) -> None:
-        pass

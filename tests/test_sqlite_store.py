@@ -10,6 +10,7 @@ import pytest
 from memkit import ConfigError, VectorStoreError
 from memkit._filters import parse_filter
 from memkit._models import HistoryRecord
+from memkit._pipeline.runtime import apply_batch
 from memkit.history.sqlite import SQLiteHistory
 from memkit.stores.base import WriteBatch
 from memkit.stores.sqlite import SQLiteStore, fts_query, translate
@@ -63,7 +64,7 @@ def test_a_second_handle_sees_writes_and_reopening_checks_dimension(tmp_path: Pa
     writer.insert([rec("a"), rec("b"), rec("c")])
     assert [h.record.id for h in reader.search(vec("a"), limit=1)] == ["a"]
     writer.delete(["a"])
-    writer.update(rec("b", "moved", vector=vec("a")))
+    writer.update([rec("b", "moved", vector=vec("a"))])
     hits = reader.search(vec("a"), limit=3)
     assert [h.record.id for h in hits][:1] == ["b"] and "a" not in {h.record.id for h in hits}
     writer.reset()
@@ -83,7 +84,7 @@ def _add_in_process(path: str, worker: int, count: int) -> None:
             history=[_row(memory_id)],
             dedup_scope=parse_filter({"user_id": f"user{worker}"}),
         )
-        store.apply(batch, history)
+        apply_batch(store, history, batch)
         store.search(vec(memory_id), limit=3)
     store.close()
 
@@ -124,8 +125,8 @@ def test_a_failed_history_write_rolls_back_the_records(tmp_path: Path) -> None:
         adds=[rec("new", "new text")], updates=[rec("existing", "changed", vector=None)],
         deletes=[], history=[_row("new"), _row("existing", "UPDATE")],
     )
-    with pytest.raises(RuntimeError, match="crash"):
-        store.apply(batch, history)
+    with pytest.raises(VectorStoreError, match="crash between history and commit"):
+        apply_batch(store, history, batch)
     assert store.get("new") is None
     existing = store.get("existing")
     assert existing is not None and existing.memory == "old text"

@@ -10,12 +10,13 @@ from typing import Any, TypeVar
 from memkit._filters import Filter, all_of
 from memkit._models import AddResult, HistoryRecord, MemoryEvent, OperationError, Usage
 from memkit._pipeline import prompts
-from memkit._pipeline.effects import Apply, Complete, Embed, Flow, ListRecords, Search
+from memkit._pipeline.apply import apply
+from memkit._pipeline.effects import Complete, Embed, Flow, Search
 from memkit._pipeline.inputs import Scope, text_hash
 from memkit._pipeline.parsing import Decision, ParseError, parse_decisions, parse_facts
 from memkit._time import to_datetime
 from memkit.llms.base import LLMRequest, Message
-from memkit.stores.base import Record, Vector, WriteBatch, hash_filter
+from memkit.stores.base import Record, Vector, WriteBatch
 
 T = TypeVar("T")
 
@@ -62,13 +63,11 @@ class _Plan:
             metadata=metadata, vector=vector,
         )
         self.batch.adds.append(record)
-        self.events.append(MemoryEvent(id=record.id, event="ADD", memory=text, new_memory=text,
-                                       metadata=metadata))
+        self.events.append(record.to_event("ADD", new=text))
         self.history(record, "ADD", None, text, role, actor)
 
     def none(self, record: Record) -> None:
-        self.events.append(MemoryEvent(id=record.id, event="NONE", memory=record.memory,
-                                       metadata=record.metadata))
+        self.events.append(record.to_event("NONE"))
 
     def reject(self, message: str, operation: dict[str, Any]) -> None:
         self.errors.append(OperationError(stage="validation", message=message, operation=operation))
@@ -203,8 +202,7 @@ def _validate(
         if decision.event == "DELETE":
             touched.add(target.id)
             plan.batch.deletes.append(target.id)
-            plan.events.append(MemoryEvent(id=target.id, event="DELETE", memory=target.memory,
-                                           old_memory=target.memory, metadata=target.metadata))
+            plan.events.append(target.to_event("DELETE", old=target.memory))
             plan.history(target, "DELETE", target.memory, None)
         elif not text:
             plan.reject("UPDATE without text", raw)
@@ -216,9 +214,7 @@ def _validate(
                               metadata={**target.metadata, **req.metadata},
                               vector=vector_of.get(text))
             plan.batch.updates.append(updated)
-            plan.events.append(MemoryEvent(id=target.id, event="UPDATE", memory=text,
-                                           old_memory=target.memory, new_memory=text,
-                                           metadata=updated.metadata))
+            plan.events.append(updated.to_event("UPDATE", old=target.memory, new=text))
             plan.history(target, "UPDATE", target.memory, text)
 
 
@@ -230,32 +226,17 @@ def _label(label: str | None, existing: list[Record]) -> Record | None:
 
 
 def _apply(plan: _Plan) -> Flow[list[MemoryEvent]]:
-    """Apply the batch; adds a concurrent writer beat us to become NONE events."""
-    if not (plan.batch.adds or plan.batch.updates or plan.batch.deletes):
+    """Apply the batch; adds a concurrent writer beat us to become NONE events of the winner."""
+    applied = yield from apply(plan.batch)
+    if not applied.winners:
         return plan.events
-    skipped: set[str] = yield Apply(plan.batch)
-    if not skipped:
-        return plan.events
-    hashes = sorted({r.hash for r in plan.batch.adds if r.id in skipped})
-    winners: dict[str, Record] = {}
-    cursor: str | None = None
-    while True:
-        page, cursor = yield ListRecords(hash_filter(plan.batch.dedup_scope, hashes), 1000, cursor)
-        for record in page:
-            winners.setdefault(record.hash, record)
-        if cursor is None:
-            break
-    skipped_hash = {r.id: r.hash for r in plan.batch.adds if r.id in skipped}
     events: list[MemoryEvent] = []
     for event in plan.events:
-        if event.id in skipped_hash:
-            winner = winners.get(skipped_hash[event.id])
-            if winner is None:  # deleted again in between: nothing of ours was written
-                continue
+        winner = applied.winners.get(event.id) if event.event == "ADD" else None
+        if winner is not None:
             if any(e.id == winner.id and e.event == "NONE" for e in events):
                 continue
-            event = MemoryEvent(id=winner.id, event="NONE", memory=winner.memory,
-                                metadata=winner.metadata)
+            event = winner.to_event("NONE")
         events.append(event)
     return events
 

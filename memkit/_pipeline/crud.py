@@ -8,16 +8,17 @@ from typing import Literal
 
 from memkit._errors import ConfigError, MemkitError, NotFoundError
 from memkit._filters import Filter, all_of
-from memkit._models import HistoryRecord, MemoryItem, SearchResult
+from memkit._models import DeleteResult, HistoryRecord, MemoryEvent, MemoryItem, SearchResult
+from memkit._pipeline.apply import apply
 from memkit._pipeline.effects import (
-    Apply,
     Embed,
     Flow,
     Get,
     KeywordSearch,
     ListRecords,
     ReadHistory,
-    Reset,
+    ResetHistory,
+    ResetStore,
     Search,
 )
 from memkit._pipeline.fusion import fuse
@@ -71,21 +72,10 @@ def get_flow(memory_id: str) -> Flow[MemoryItem | None]:
     return None if record is None else record.to_item()
 
 
-def _scan(filter: Filter | None) -> Flow[list[Record]]:
-    records: list[Record] = []
-    cursor: str | None = None
-    while True:
-        page, cursor = yield ListRecords(filter, 1000, cursor)
-        records.extend(page)
-        if cursor is None:
-            return records
-
-
 def get_all_flow(filter: Filter | None, limit: int) -> Flow[SearchResult]:
     """Newest first."""
-    records = yield from _scan(filter)
-    records.sort(key=lambda r: (r.created_at, r.id), reverse=True)
-    return SearchResult(results=[r.to_item() for r in records[:limit]])
+    records, _ = yield ListRecords(filter, limit, None, "newest")
+    return SearchResult(results=[r.to_item() for r in records])
 
 
 def _history_row(record: Record, event: str, old: str | None, new: str | None,
@@ -115,27 +105,27 @@ def update_flow(memory_id: str, text: str, metadata: dict[str, object] | None,
     updated = replace(record, memory=text, hash=text_hash(text), updated_at=now,
                       metadata={**record.metadata, **(metadata or {})}, vector=vectors[0])
     history = [_history_row(record, "UPDATE", record.memory, text, now)]
-    yield Apply(WriteBatch(updates=[updated], history=history))
+    yield from apply(WriteBatch(updates=[updated], history=history))
     return replace(updated, vector=None).to_item()
 
 
 def delete_flow(memory_id: str, now: str) -> Flow[None]:
     record = yield from _existing(memory_id)
     history = [_history_row(record, "DELETE", record.memory, None, now)]
-    yield Apply(WriteBatch(deletes=[record.id], history=history))
+    yield from apply(WriteBatch(deletes=[record.id], history=history))
 
 
-def delete_all_flow(scope: Scope, filter: Filter | None, now: str) -> Flow[int]:
-    """Delete every memory of the scope, in batches; returns how many."""
-    deleted = 0
+def delete_all_flow(scope: Scope, filter: Filter | None, now: str) -> Flow[DeleteResult]:
+    """Delete every memory of the scope, in batches; one DELETE event per memory."""
+    events: list[MemoryEvent] = []
     selection = all_of(scope.filter(), filter)
     while True:
         page, _ = yield ListRecords(selection, 1000, None)
         if not page:
-            return deleted
+            return DeleteResult(results=events)
         history = [_history_row(r, "DELETE", r.memory, None, now) for r in page]
-        yield Apply(WriteBatch(deletes=[r.id for r in page], history=history))
-        deleted += len(page)
+        yield from apply(WriteBatch(deletes=[r.id for r in page], history=history))
+        events.extend(r.to_event("DELETE", old=r.memory) for r in page)
 
 
 def history_flow(memory_id: str) -> Flow[list[HistoryRecord]]:
@@ -144,4 +134,5 @@ def history_flow(memory_id: str) -> Flow[list[HistoryRecord]]:
 
 
 def reset_flow() -> Flow[None]:
-    yield Reset()
+    yield ResetStore()
+    yield ResetHistory()

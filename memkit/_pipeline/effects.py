@@ -1,4 +1,9 @@
-"""What a pipeline asks its driver to do. Pure data; no I/O happens here."""
+"""What a pipeline asks its driver to do. Pure data; no I/O happens here.
+
+Two kinds: effects a flow yields (``Effect``), and the store writes a write flow
+yields inside :class:`Transaction` (``WriteEffect``), which the driver runs
+inside the store's transaction.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
 from memkit._filters import Filter
+from memkit._models import HistoryRecord
 from memkit.llms.base import LLMRequest
-from memkit.stores.base import Vector, WriteBatch
+from memkit.stores.base import Order, Record, Vector
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,18 +58,20 @@ class Get:
 
 @dataclass(frozen=True, slots=True)
 class ListRecords:
-    """-> (list[Record], next cursor)"""
+    """-> (list[Record], next cursor); also a write effect (reads inside the transaction)"""
 
     filter: Filter | None
     limit: int
     cursor: str | None = None
+    order: Order = "id"
 
 
 @dataclass(frozen=True, slots=True)
-class Apply:
-    """-> set of add ids skipped as duplicates"""
+class Transaction:
+    """-> the write flow's result, its writes committed together (or none of them)"""
 
-    batch: WriteBatch
+    key: str
+    flow: WriteFlow[Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +82,51 @@ class ReadHistory:
 
 
 @dataclass(frozen=True, slots=True)
-class Reset:
+class ResetStore:
     """-> None"""
 
 
+@dataclass(frozen=True, slots=True)
+class ResetHistory:
+    """-> None"""
+
+
+# -- inside a Transaction ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Insert:
+    """-> None"""
+
+    records: tuple[Record, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """-> None"""
+
+    records: tuple[Record, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """-> None"""
+
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AppendHistory:
+    """-> None"""
+
+    rows: tuple[HistoryRecord, ...]
+
+
 Effect: TypeAlias = (
-    Complete | Embed | Search | KeywordSearch | Get | ListRecords | Apply | ReadHistory | Reset
+    Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction | ReadHistory
+    | ResetStore | ResetHistory
 )
+WriteEffect: TypeAlias = ListRecords | Insert | Update | Delete | AppendHistory
 T = TypeVar("T")
 Flow: TypeAlias = Generator[Effect, Any, T]
+WriteFlow: TypeAlias = Generator[WriteEffect, Any, T]

@@ -2,38 +2,63 @@
 
 A flow is a generator that yields effects (memkit._pipeline.effects) and
 receives their results; it holds all the logic, so ``Memory`` and
-``AsyncMemory`` share every line of it.
+``AsyncMemory`` share every line of it. :meth:`Runtime._job` is the one table
+from effect to component call; each entry names the sync and the async call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, ParamSpec, TypeVar
 
 import numpy as np
 
 from memkit._errors import MemkitError, VectorStoreError
+from memkit._pipeline.apply import Applied, transaction
 from memkit._pipeline.effects import (
-    Apply,
+    AppendHistory,
     Complete,
+    Delete,
     Effect,
     Embed,
     Flow,
     Get,
+    Insert,
     KeywordSearch,
     ListRecords,
     ReadHistory,
-    Reset,
+    ResetHistory,
+    ResetStore,
     Search,
+    Transaction,
+    Update,
+    WriteEffect,
 )
 from memkit.embeddings.base import Embedder, Matrix, normalise
 from memkit.history.base import HistoryStore
 from memkit.llms.base import LLM
-from memkit.stores.base import VectorStore
+from memkit.stores.base import VectorStore, WriteBatch, Writer
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
+
+@dataclass(frozen=True, slots=True)
+class Job(Generic[T]):
+    """One effect as a blocking call and as an awaitable call; ``store`` calls need an open store."""
+
+    call: Callable[[], T]
+    acall: Callable[[], Awaitable[T]]
+    store: bool = True
+
+
+def job(
+    sync: Callable[P, T], asynchronous: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs
+) -> Job[T]:
+    return Job(lambda: sync(*args, **kwargs), lambda: asynchronous(*args, **kwargs))
 
 
 class Runtime:
@@ -49,19 +74,29 @@ class Runtime:
         self._opened = False
         self._open_lock = threading.Lock()
 
+    def _job(self, effect: Effect | WriteEffect) -> Job[Any]:
+        match effect:
+            case Complete(request):
+                return Job(lambda: self.llm.complete(request),
+                           lambda: self.llm.acomplete(request), store=False)
+            case Embed(texts):
+                return Job(lambda: self._embed(texts), lambda: self._aembed(texts), store=False)
+        return store_job(effect, self.store, self.history, self.store)
+
     # -- sync ------------------------------------------------------------
     def run(self, flow: Flow[T]) -> T:
-        result: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                effect = flow.throw(error) if error is not None else flow.send(result)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-            try:
-                result, error = self._handle(effect), None
-            except MemkitError as exc:
-                result, error = None, exc
+        return _drive(flow, self._handle)
+
+    def _handle(self, effect: Effect) -> Any:
+        if isinstance(effect, Transaction):
+            self._open()
+            return transact(self.store, self.history, effect)
+        task = self._job(effect)
+        if not task.store:
+            return task.call()
+        self._open()
+        with _store_errors():
+            return task.call()
 
     def _open(self) -> None:
         if not self._opened:
@@ -69,32 +104,6 @@ class Runtime:
                 if not self._opened:
                     self.store.open(self.embedder.dimension, self.embedder.model_name)
                     self._opened = True
-
-    def _handle(self, effect: Effect) -> Any:
-        match effect:
-            case Complete(request):
-                return self.llm.complete(request)
-            case Embed(texts):
-                return self._checked(texts, self.embedder.embed(texts) if texts else None)
-        self._open()
-        with _store_errors():
-            match effect:
-                case Search(vector, limit, filter):
-                    return self.store.search(vector, limit=limit, filter=filter)
-                case KeywordSearch(text, limit, filter):
-                    return self.store.keyword_search(text, limit=limit, filter=filter)
-                case Get(id):
-                    return self.store.get(id)
-                case ListRecords(filter, limit, cursor):
-                    return self.store.list(filter, limit=limit, cursor=cursor)
-                case Apply(batch):
-                    return self.store.apply(batch, self.history)
-                case ReadHistory(memory_id):
-                    return self.history.get(memory_id)
-                case Reset():
-                    self.store.reset()
-                    return self.history.reset()
-        raise TypeError(f"unknown effect {effect!r}")
 
     def close(self) -> None:
         for part in (self.store, self.history, self.embedder, self.llm):
@@ -114,36 +123,21 @@ class Runtime:
             except MemkitError as exc:
                 result, error = None, exc
 
+    async def _ahandle(self, effect: Effect) -> Any:
+        if isinstance(effect, Transaction):
+            await self._aopen()
+            return await atransact(self.store, self.history, effect)
+        task = self._job(effect)
+        if not task.store:
+            return await task.acall()
+        await self._aopen()
+        with _store_errors():
+            return await task.acall()
+
     async def _aopen(self) -> None:
         if not self._opened:
             await self.store.aopen(self.embedder.dimension, self.embedder.model_name)
             self._opened = True
-
-    async def _ahandle(self, effect: Effect) -> Any:
-        match effect:
-            case Complete(request):
-                return await self.llm.acomplete(request)
-            case Embed(texts):
-                return self._checked(texts, await self.embedder.aembed(texts) if texts else None)
-        await self._aopen()
-        with _store_errors():
-            match effect:
-                case Search(vector, limit, filter):
-                    return await self.store.asearch(vector, limit=limit, filter=filter)
-                case KeywordSearch(text, limit, filter):
-                    return await self.store.akeyword_search(text, limit=limit, filter=filter)
-                case Get(id):
-                    return await self.store.aget(id)
-                case ListRecords(filter, limit, cursor):
-                    return await self.store.alist(filter, limit=limit, cursor=cursor)
-                case Apply(batch):
-                    return await self.store.aapply(batch, self.history)
-                case ReadHistory(memory_id):
-                    return await self.history.aget(memory_id)
-                case Reset():
-                    await self.store.areset()
-                    return await self.history.areset()
-        raise TypeError(f"unknown effect {effect!r}")
 
     async def aclose(self) -> None:
         await self.store.aclose()
@@ -152,11 +146,85 @@ class Runtime:
         await asyncio.to_thread(self.llm.close)
 
     # -- shared ----------------------------------------------------------
+    def _embed(self, texts: Sequence[str]) -> Matrix:
+        return self._checked(texts, self.embedder.embed(texts) if texts else None)
+
+    async def _aembed(self, texts: Sequence[str]) -> Matrix:
+        return self._checked(texts, await self.embedder.aembed(texts) if texts else None)
+
     def _checked(self, texts: Sequence[str], rows: object) -> Matrix:
         dimension = self.embedder.dimension
         if rows is None:
             return np.zeros((0, dimension), dtype=np.float32)
         return normalise(rows, len(texts), dimension)
+
+
+def store_job(effect: Effect | WriteEffect, store: VectorStore, history: HistoryStore,
+              writer: Writer) -> Job[Any]:
+    """The table: what each store or history effect calls. ``writer`` is the store, or the
+    transaction a write flow runs in."""
+    match effect:
+        case Search(vector, limit, filter):
+            return job(store.search, store.asearch, vector, limit, filter)
+        case KeywordSearch(text, limit, filter):
+            return job(store.keyword_search, store.akeyword_search, text, limit, filter)
+        case Get(id):
+            return job(store.get, store.aget, id)
+        case ListRecords(filter, limit, cursor, order):
+            return job(writer.list, writer.alist, filter, limit, cursor, order)
+        case ReadHistory(memory_id):
+            return job(history.get, history.aget, memory_id)
+        case ResetStore():
+            return job(store.reset, store.areset)
+        case ResetHistory():
+            return job(history.reset, history.areset)
+        case Insert(records):
+            return job(writer.insert, writer.ainsert, records)
+        case Update(records):
+            return job(writer.update, writer.aupdate, records)
+        case Delete(ids):
+            return job(writer.delete, writer.adelete, ids)
+        case AppendHistory(rows):
+            return job(writer.write_history, writer.awrite_history, history, rows)
+    raise TypeError(f"unknown effect {effect!r}")
+
+
+def transact(store: VectorStore, history: HistoryStore, effect: Transaction) -> Any:
+    """Run a write flow inside the store's transaction, with blocking calls."""
+    with _store_errors(), store.transaction(effect.key) as writer:
+        return _drive(effect.flow, lambda e: store_job(e, store, history, writer).call())
+
+
+async def atransact(store: VectorStore, history: HistoryStore, effect: Transaction) -> Any:
+    """Run a write flow inside the store's transaction, with awaits where the store is
+    natively async; otherwise the whole transaction runs in one worker thread (its lock
+    or connection belongs to that thread from the first statement to the commit)."""
+    if not store.native_async:
+        return await asyncio.to_thread(transact, store, history, effect)
+    with _store_errors():
+        async with store.atransaction(effect.key) as writer:
+            flow, result = effect.flow, None
+            while True:
+                try:
+                    write = flow.send(result)
+                except StopIteration as stop:
+                    return stop.value
+                result = await store_job(write, store, history, writer).acall()
+
+
+def _drive(flow: Generator[Any, Any, T], handle: Callable[[Any], Any]) -> T:
+    """Run ``flow`` with blocking calls; memkit errors are thrown back into it."""
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            effect = flow.throw(error) if error is not None else flow.send(result)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        try:
+            result, error = handle(effect), None
+        except MemkitError as exc:
+            result, error = None, exc
 
 
 class _store_errors:
@@ -171,3 +239,11 @@ class _store_errors:
         if isinstance(exc, Exception):
             raise VectorStoreError(f"{type(exc).__name__}: {exc}") from exc
 
+
+def apply_batch(store: VectorStore, history: HistoryStore, batch: WriteBatch) -> Applied:
+    """Apply ``batch`` to an open store outside a ``Memory`` (tools, tests)."""
+    return transact(store, history, transaction(batch))  # type: ignore[no-any-return]
+
+
+async def aapply_batch(store: VectorStore, history: HistoryStore, batch: WriteBatch) -> Applied:
+    return await atransact(store, history, transaction(batch))  # type: ignore[no-any-return]

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 import typer
 
 from memkit._errors import MemkitError
+from memkit._net import is_loopback
 from memkit.cli._config import Settings, memory_config
 
 if TYPE_CHECKING:
-    from memkit._memory import Memory
+    from memkit import Memory
 
 app = typer.Typer(
     name="memkit", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -48,7 +49,7 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 @contextmanager
 def _memory(ctx: typer.Context) -> Iterator[Memory]:
-    from memkit._memory import Memory
+    from memkit import Memory
 
     try:
         memory = Memory(memory_config(_settings(ctx).resolve()))
@@ -215,7 +216,7 @@ def delete(
             memory.delete(memory_id)
             count = 1
         else:
-            count = memory.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id)
+            count = memory.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id).count
     _emit({"deleted": count}, as_json, lambda: print(f"deleted {count}"))
 
 
@@ -238,22 +239,15 @@ def export(
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
 ) -> None:
     """Write every memory (or a scope's) with its history, one JSON object per line."""
-    from memkit._pipeline.inputs import Scope
-    from memkit.cli._transfer import export_lines
-
     with _memory(ctx) as memory:
-        scope = Scope.of(user_id, agent_id, run_id, required=False)
-        lines = export_lines(memory, scope.filter())
-        if output is None:
-            for line in lines:
-                sys.stdout.write(line + "\n")
-            return
-        count = 0
-        with output.open("w", encoding="utf-8") as out:
-            for line in lines:
-                out.write(line + "\n")
-                count += 1
-    print(f"exported {count} memories to {output}", file=sys.stderr)
+        exported = memory.export(user_id=user_id, agent_id=agent_id, run_id=run_id)
+    lines = (json.dumps(m.model_dump(mode="json"), ensure_ascii=False) + "\n" for m in exported)
+    if output is None:
+        sys.stdout.writelines(lines)
+        return
+    with output.open("w", encoding="utf-8") as out:
+        out.writelines(lines)
+    print(f"exported {len(exported)} memories to {output}", file=sys.stderr)
 
 
 @app.command("import")
@@ -267,15 +261,22 @@ def import_(
     from rich.console import Console
     from rich.progress import Progress
 
-    from memkit.cli._transfer import import_rows, parse_export
+    from memkit.cli._transfer import parse_export
 
     rows, errors = parse_export(source.read_text(encoding="utf-8"))
+
     with _memory(ctx) as memory, Progress(console=Console(stderr=True),
                                           disable=as_json) as progress:
         task = progress.add_task("importing", total=len(rows))
-        report = import_rows(memory, rows, lambda n: progress.advance(task, n))
+
+        def counted() -> Iterator[dict[str, Any]]:
+            for row in rows:
+                yield row
+                progress.advance(task)
+
+        report = memory.import_(counted())
     report.errors[:0] = errors
-    data = {"imported": report.imported, "skipped": report.skipped, "errors": report.errors}
+    data = report.model_dump(mode="json")
 
     def render() -> None:
         print(f"imported {report.imported}, skipped {report.skipped}")
@@ -292,12 +293,10 @@ def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """How many memories, per user, agent and run, and where they are kept."""
     from collections import Counter
 
-    from memkit.cli._transfer import iter_records
-
     counters: dict[str, Counter[str]] = {f: Counter() for f in ("user_id", "agent_id", "run_id")}
     total = 0
     with _memory(ctx) as memory:
-        for record in iter_records(memory):
+        for record in memory.export():
             total += 1
             for name, counter in counters.items():
                 if (value := getattr(record, name)) is not None:
@@ -332,8 +331,7 @@ def serve(
     try:
         import uvicorn
 
-        from memkit.server import create_app
-        from memkit.server._auth import is_loopback, load_keys
+        from memkit.server import create_app, load_keys
     except ImportError as exc:
         fail(str(exc))
     config = _settings(ctx).resolve()
@@ -364,8 +362,7 @@ def mcp(
         from memkit.mcp import create_server, default_scope
     except ImportError as exc:
         fail(str(exc))
-    from memkit._memory import AsyncMemory
-    from memkit.server._auth import is_loopback
+    from memkit import AsyncMemory
 
     if transport == "http" and not is_loopback(host):
         fail("the MCP HTTP transport has no authentication; serve it on loopback only", code=2)
@@ -397,8 +394,8 @@ def eval_locomo(
     from rich.console import Console
     from rich.progress import Progress
 
+    from memkit import Memory
     from memkit._eval.locomo import format_report, run_locomo
-    from memkit._memory import Memory
 
     searches = search_mode or ["hybrid"]
     settings = _settings(ctx)

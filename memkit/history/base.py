@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from abc import abstractmethod
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from memkit._models import HistoryRecord
-from memkit.stores.base import HistoryLike
 
 
-class HistoryStore(HistoryLike):
+class HistoryStore(ABC):
     """An append-only log of :class:`~memkit.HistoryRecord`, read per memory, oldest first."""
 
     @abstractmethod
@@ -25,7 +24,7 @@ class HistoryStore(HistoryLike):
     def reset(self) -> None:
         """Delete every record."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional
         """Release resources. Idempotent."""
 
     async def aadd(self, records: Sequence[HistoryRecord]) -> None:

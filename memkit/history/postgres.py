@@ -1,8 +1,7 @@
 """The history log in PostgreSQL, shared by every application instance on one database.
 
 When the vector store is :class:`~memkit.stores.pgvector.PgVectorStore` on the
-same DSN, its ``apply`` writes these rows in the transaction that changes the
-memories.
+same DSN, these rows are written in the transaction that changes the memories.
 """
 
 from __future__ import annotations
@@ -17,9 +16,7 @@ from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from memkit._models import HistoryRecord
-from memkit._time import to_datetime
-from memkit.history.base import HistoryStore
-from memkit.stores.pgvector import (
+from memkit._postgres import (
     Op,
     PoolOwner,
     Statement,
@@ -30,6 +27,8 @@ from memkit.stores.pgvector import (
     drive,
     resolve_dsn,
 )
+from memkit._time import to_datetime
+from memkit.history.base import HistoryStore
 
 _COLUMNS = (
     "id", "memory_id", "event", "old_value", "new_value", "timestamp", "is_deleted",

@@ -13,8 +13,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from memkit._errors import MemkitError
-from memkit._memory import AsyncMemory
+from memkit import AsyncMemory, MemkitError
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -182,9 +181,9 @@ def create_server(
         filters: Filters = None,
     ) -> dict[str, Any]:
         """Forget every memory of a scope (optionally only those matching filters).
-        Returns how many were deleted."""
-        count = await memory.delete_all(**scope(user_id, agent_id, run_id), filters=filters)
-        return {"deleted": count}
+        Returns how many were deleted, and their ids."""
+        deleted = await memory.delete_all(**scope(user_id, agent_id, run_id), filters=filters)
+        return {"deleted": deleted.count, "ids": [e.id for e in deleted.results]}
 
     @server.tool(annotations=read_only)
     @_tool_errors

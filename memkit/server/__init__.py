@@ -12,6 +12,6 @@ from memkit._imports import require
 require("fastapi", "server")
 
 from memkit.server._app import create_app  # noqa: E402
-from memkit.server._auth import Grant  # noqa: E402
+from memkit.server._auth import Grant, load_keys  # noqa: E402
 
-__all__ = ["Grant", "create_app"]
+__all__ = ["Grant", "create_app", "load_keys"]

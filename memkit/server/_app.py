@@ -14,23 +14,27 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import memkit
-from memkit._errors import (
+from memkit import (
+    AddResult,
+    AsyncMemory,
     EmbeddingError,
     FilterError,
+    HistoryRecord,
     LLMError,
     MemkitError,
+    MemoryEvent,
+    MemoryItem,
     NotFoundError,
     ScopeError,
+    SearchResult,
     VectorStoreError,
 )
-from memkit._memory import AsyncMemory
-from memkit._models import AddResult, HistoryRecord, MemoryItem, SearchResult
+from memkit._net import is_loopback
 from memkit.server._auth import (
     LOCAL_GRANT,
     Grant,
     ScopeForbidden,
     find_grant,
-    is_loopback,
     load_keys,
     scope_for,
 )
@@ -131,7 +135,7 @@ def _filters_param(raw: str | None) -> dict[str, Any] | None:
     return value
 
 
-def _item_scope(item: MemoryItem | HistoryRecord) -> dict[str, str | None]:
+def _item_scope(item: MemoryItem | MemoryEvent | HistoryRecord) -> dict[str, str | None]:
     return {"user_id": item.user_id, "agent_id": item.agent_id, "run_id": item.run_id}
 
 
@@ -264,10 +268,9 @@ def create_app(
     ) -> Deleted:
         scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
         parsed = _filters_param(filters)
-        doomed = (await mem.get_all(**scope, filters=parsed, limit=10**9)).results
-        count = await mem.delete_all(**scope, filters=parsed)
-        feed.publish(ChangeEvent.of("memory_deleted", m.id, _item_scope(m)) for m in doomed)
-        return Deleted(deleted=count)
+        deleted = await mem.delete_all(**scope, filters=parsed)
+        feed.publish(ChangeEvent.of("memory_deleted", e.id, _item_scope(e)) for e in deleted.results)
+        return Deleted(deleted=deleted.count)
 
     @router.get("/memories/search/", response_model=SearchResult, summary="Search (query string)")
     async def search_get(

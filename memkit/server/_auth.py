@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import os
 from collections.abc import Mapping
@@ -93,15 +92,6 @@ def bearer_token(header: str | None) -> str | None:
         return None
     scheme, _, token = header.partition(" ")
     return token.strip() or None if scheme.lower() == "bearer" else None
-
-
-def is_loopback(host: str | None) -> bool:
-    if host in ("localhost",):
-        return True
-    try:
-        return host is not None and ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def scope_for(grant: Grant, **requested: str | None) -> dict[str, str | None]:

@@ -9,15 +9,53 @@ methods below are then the same line each, for every such store.
 from __future__ import annotations
 
 import builtins
+import contextlib
 from abc import abstractmethod
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, TypeVar
 
+from memkit._errors import MemkitError, VectorStoreError
 from memkit._filters import Filter
-from memkit.stores.base import Hit, Record, Vector, VectorStore
+from memkit.stores.base import Hit, Order, Record, Vector, VectorStore
 
 T = TypeVar("T")
+C = TypeVar("C")
 Op = Generator[Any, Any, T]
+
+
+def run_calls(op: Generator[Callable[[C], Any], Any, T], client: C, engine: str,
+              lock: contextlib.AbstractContextManager[Any] | None = None) -> T:
+    """Drive ``op``: each yielded call is made on ``client``; engine errors become
+    :class:`~memkit.VectorStoreError` naming ``engine``."""
+    result: Any = None
+    try:
+        while True:
+            call = op.send(result)
+            with lock or contextlib.nullcontext():
+                try:
+                    result = call(client)
+                except MemkitError:
+                    raise
+                except Exception as exc:
+                    raise VectorStoreError(f"{engine}: {exc}") from exc
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+async def arun_calls(op: Generator[Callable[[C], Any], Any, T], client: Any, engine: str) -> T:
+    """Drive ``op`` on an async client whose methods mirror the sync client's as coroutines."""
+    result: Any = None
+    try:
+        while True:
+            call = op.send(result)
+            try:
+                result = await call(client)
+            except MemkitError:
+                raise
+            except Exception as exc:
+                raise VectorStoreError(f"{engine}: {exc}") from exc
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
 
 
 class DrivenStore(VectorStore):
@@ -36,7 +74,7 @@ class DrivenStore(VectorStore):
     def _insert(self, records: Sequence[Record]) -> Op[None]: ...
 
     @abstractmethod
-    def _update(self, record: Record) -> Op[None]: ...
+    def _update(self, records: Sequence[Record]) -> Op[None]: ...
 
     @abstractmethod
     def _delete(self, ids: Sequence[str]) -> Op[None]: ...
@@ -52,7 +90,7 @@ class DrivenStore(VectorStore):
 
     @abstractmethod
     def _list(
-        self, filter: Filter | None, limit: int, cursor: str | None
+        self, filter: Filter | None, limit: int, cursor: str | None, order: Order
     ) -> Op[tuple[builtins.list[Record], str | None]]: ...
 
     @abstractmethod
@@ -64,8 +102,8 @@ class DrivenStore(VectorStore):
     def insert(self, records: Sequence[Record]) -> None:
         self._run(self._insert(records))
 
-    def update(self, record: Record) -> None:
-        self._run(self._update(record))
+    def update(self, records: Sequence[Record]) -> None:
+        self._run(self._update(records))
 
     def delete(self, ids: Sequence[str]) -> None:
         self._run(self._delete(ids))
@@ -73,16 +111,17 @@ class DrivenStore(VectorStore):
     def get(self, id: str) -> Record | None:
         return self._run(self._get(id))
 
-    def search(self, vector: Vector, *, limit: int, filter: Filter | None = None) -> builtins.list[Hit]:
+    def search(self, vector: Vector, limit: int, filter: Filter | None = None) -> builtins.list[Hit]:
         return self._run(self._search(vector, limit, filter))
 
-    def keyword_search(self, text: str, *, limit: int, filter: Filter | None = None) -> builtins.list[Hit]:
+    def keyword_search(self, text: str, limit: int, filter: Filter | None = None) -> builtins.list[Hit]:
         return self._run(self._keyword_search(text, limit, filter))
 
     def list(
-        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+        self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
+        order: Order = "id",
     ) -> tuple[builtins.list[Record], str | None]:
-        return self._run(self._list(filter, limit, cursor))
+        return self._run(self._list(filter, limit, cursor, order))
 
     def count(self, filter: Filter | None = None) -> int:
         return self._run(self._count(filter))
@@ -93,8 +132,8 @@ class DrivenStore(VectorStore):
     async def ainsert(self, records: Sequence[Record]) -> None:
         await self._arun(self._insert(records))
 
-    async def aupdate(self, record: Record) -> None:
-        await self._arun(self._update(record))
+    async def aupdate(self, records: Sequence[Record]) -> None:
+        await self._arun(self._update(records))
 
     async def adelete(self, ids: Sequence[str]) -> None:
         await self._arun(self._delete(ids))
@@ -103,19 +142,20 @@ class DrivenStore(VectorStore):
         return await self._arun(self._get(id))
 
     async def asearch(
-        self, vector: Vector, *, limit: int, filter: Filter | None = None
+        self, vector: Vector, limit: int, filter: Filter | None = None
     ) -> builtins.list[Hit]:
         return await self._arun(self._search(vector, limit, filter))
 
     async def akeyword_search(
-        self, text: str, *, limit: int, filter: Filter | None = None
+        self, text: str, limit: int, filter: Filter | None = None
     ) -> builtins.list[Hit]:
         return await self._arun(self._keyword_search(text, limit, filter))
 
     async def alist(
-        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+        self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
+        order: Order = "id",
     ) -> tuple[builtins.list[Record], str | None]:
-        return await self._arun(self._list(filter, limit, cursor))
+        return await self._arun(self._list(filter, limit, cursor, order))
 
     async def acount(self, filter: Filter | None = None) -> int:
         return await self._arun(self._count(filter))

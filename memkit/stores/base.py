@@ -5,8 +5,14 @@ caller's metadata and its vector. Stores speak only the portable filter tree
 (:mod:`memkit._filters`); each backend translates it, in a pure function, or
 raises :class:`~memkit.FilterError`.
 
+A store is a few primitives (nine abstract methods: ``open``, ``reset``,
+``insert``, ``update``, ``delete``, ``get``, ``search``, ``list``, ``count``;
+``keyword_search`` where it has one). What memkit builds from them (duplicate
+detection, history, the add pipeline) is written once, as flows in
+:mod:`memkit._pipeline`, and runs inside :meth:`VectorStore.transaction`.
+
 Async methods default to running the sync method in a worker thread; a store
-with a native async client overrides them.
+with a native async client sets ``native_async`` and overrides them.
 """
 
 from __future__ import annotations
@@ -15,18 +21,24 @@ import asyncio
 import builtins
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from memkit._filters import MISSING, And, Condition, Filter, all_of
-from memkit._models import HistoryRecord, MemoryItem
+from memkit._models import Event, HistoryRecord, MemoryEvent, MemoryItem
 from memkit._time import to_datetime
 
+if TYPE_CHECKING:
+    from memkit.history.base import HistoryStore
+
 Vector = npt.NDArray[np.float32]
+Order = Literal["id", "newest"]
+"""``list`` order: ascending id, or newest first (``created_at`` then id, descending)."""
 
 
 @dataclass(slots=True)
@@ -79,6 +91,13 @@ class Record:
             score=score,
         )
 
+    def to_event(self, event: Event, old: str | None = None, new: str | None = None) -> MemoryEvent:
+        """What an operation did to this record (its state after the operation)."""
+        return MemoryEvent(
+            id=self.id, event=event, memory=self.memory, old_memory=old, new_memory=new,
+            metadata=self.metadata, user_id=self.user_id, agent_id=self.agent_id, run_id=self.run_id,
+        )
+
 
 _BUILTINS = frozenset({"memory", "hash", "user_id", "agent_id", "run_id", "created_at", "updated_at"})
 
@@ -91,11 +110,11 @@ class Hit:
 
 @dataclass(slots=True)
 class WriteBatch:
-    """Changes applied together by :meth:`VectorStore.apply`.
+    """Changes applied together by the apply flow (:mod:`memkit._pipeline.apply`).
 
     ``adds`` whose hash already exists among the records matching
     ``dedup_scope`` (or earlier in the same batch) are skipped, atomically with
-    respect to other ``apply`` calls on the store; their history rows too.
+    respect to other writers of the store; their history rows too.
     """
 
     adds: list[Record] = field(default_factory=list)
@@ -113,6 +132,81 @@ def hash_filter(scope: Filter | None, hashes: Sequence[str]) -> Filter:
     return combined
 
 
+def page_after(records: Sequence[Record], order: Order, cursor: str | None,
+               limit: int) -> tuple[builtins.list[Record], str | None]:
+    """One page of already-filtered ``records`` in ``order``, after ``cursor``.
+
+    For stores that cannot order on the engine; the cursor is :func:`cursor_of` of
+    the last record of the previous page.
+    """
+    if order == "newest":
+        ranked = sorted(records, key=lambda r: (r.created_at, r.id), reverse=True)
+        rest = [r for r in ranked if cursor is None or cursor_key(cursor) > (r.created_at, r.id)]
+    else:
+        ranked = sorted(records, key=lambda r: r.id)
+        rest = [r for r in ranked if cursor is None or r.id > cursor]
+    page = rest[:limit]
+    return page, (cursor_of(page[-1], order) if len(rest) > limit and page else None)
+
+
+def cursor_of(record: Record, order: Order) -> str:
+    """The cursor after ``record``: its id, or ``created_at`` and id for newest-first pages."""
+    return record.id if order == "id" else f"{record.created_at}|{record.id}"
+
+
+def cursor_key(cursor: str) -> tuple[str, str]:
+    """``(created_at, id)`` of a newest-first cursor."""
+    created_at, _, id = cursor.partition("|")
+    return created_at, id
+
+
+class WriteLock:
+    """One lock for the sync and the async writers of a store in this process.
+
+    A ``threading.Lock`` that an event loop waits for without blocking: async
+    acquirers poll it with short sleeps, so a sync writer in a thread and an
+    async writer on the loop exclude each other.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        with self._lock:
+            yield
+
+    @asynccontextmanager
+    async def ahold(self) -> AsyncIterator[None]:
+        delay = 0.0005
+        while not self._lock.acquire(blocking=False):
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.02)
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+
+class Writer(Protocol):
+    """What the apply flow calls inside a transaction: the store, or a view of it bound to
+    the transaction's connection."""
+
+    def list(self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
+             order: Order = "id") -> tuple[builtins.list[Record], str | None]: ...
+    def insert(self, records: Sequence[Record]) -> None: ...
+    def update(self, records: Sequence[Record]) -> None: ...
+    def delete(self, ids: Sequence[str]) -> None: ...
+    def write_history(self, history: HistoryStore, rows: Sequence[HistoryRecord]) -> None: ...
+    async def alist(self, filter: Filter | None = None, limit: int = 100,
+                    cursor: str | None = None, order: Order = "id",
+                    ) -> tuple[builtins.list[Record], str | None]: ...
+    async def ainsert(self, records: Sequence[Record]) -> None: ...
+    async def aupdate(self, records: Sequence[Record]) -> None: ...
+    async def adelete(self, ids: Sequence[str]) -> None: ...
+    async def awrite_history(self, history: HistoryStore, rows: Sequence[HistoryRecord]) -> None: ...
+
+
 class VectorStore(ABC):
     """A collection of records with vectors of one dimension and one embedding model."""
 
@@ -122,9 +216,12 @@ class VectorStore(ABC):
     provider: ClassVar[str] = ""
     #: operators (``"icontains"``) or combinators (``"NOT"``) this store rejects with FilterError
     unsupported_filters: ClassVar[frozenset[str]] = frozenset()
+    #: whether the ``a*`` methods and :meth:`atransaction` use a native async client;
+    #: otherwise an async write runs its whole transaction in one worker thread
+    native_async: bool = False
 
     def __init__(self) -> None:
-        self._write_lock = threading.Lock()
+        self._write_lock = WriteLock()
 
     # -- lifecycle -------------------------------------------------------
     @abstractmethod
@@ -141,79 +238,72 @@ class VectorStore(ABC):
     def reset(self) -> None:
         """Delete every record (the collection stays open)."""
 
-    # -- primitives ------------------------------------------------------
+    # -- writes ----------------------------------------------------------
+    @contextmanager
+    def transaction(self, key: str = "") -> Iterator[Writer]:
+        """Exclusive writes: what is read and written inside commits as one step.
+
+        Yields the writer (the store itself, or a view of it bound to one
+        connection). ``key`` names what the writes touch (the add's scope);
+        a store may let writers of different keys run at once. The default is
+        one lock for this store object, shared by sync and async writers.
+        """
+        with self._write_lock.hold():
+            yield self
+
+    @asynccontextmanager
+    async def atransaction(self, key: str = "") -> AsyncIterator[Writer]:
+        """:meth:`transaction` for native async stores (see ``native_async``)."""
+        async with self._write_lock.ahold():
+            yield self
+
     @abstractmethod
     def insert(self, records: Sequence[Record]) -> None:
         """Insert records (vectors required)."""
 
     @abstractmethod
-    def update(self, record: Record) -> None:
-        """Replace a record (and its vector when given; otherwise keep the old vector)."""
+    def update(self, records: Sequence[Record]) -> None:
+        """Replace records (and their vectors when given; otherwise keep the old vectors).
+
+        An unknown id raises :class:`~memkit.VectorStoreError`.
+        """
 
     @abstractmethod
     def delete(self, ids: Sequence[str]) -> None:
         """Delete records; unknown ids are ignored."""
 
+    def write_history(self, history: HistoryStore, rows: Sequence[HistoryRecord]) -> None:
+        """Append history rows inside the current transaction when ``history`` lives with the
+        records (same file, same database); otherwise simply append them."""
+        history.add(rows)
+
+    # -- reads -----------------------------------------------------------
     @abstractmethod
     def get(self, id: str) -> Record | None:
         """A record by id (without its vector), or ``None``."""
 
     @abstractmethod
-    def search(self, vector: Vector, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+    def search(self, vector: Vector, limit: int, filter: Filter | None = None) -> builtins.list[Hit]:
         """The ``limit`` nearest records matching ``filter``, best first.
 
         Scores are cosine similarity mapped to [0, 1]: ``(1 + cos) / 2``.
         Whenever at least ``limit`` records match, ``limit`` hits come back.
         """
 
-    def keyword_search(self, text: str, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+    def keyword_search(self, text: str, limit: int, filter: Filter | None = None) -> builtins.list[Hit]:
         """Full-text ranking of ``text`` (plain words, never query syntax), scores in [0, 1]."""
         raise NotImplementedError(f"{type(self).__name__} has no keyword search")
 
     @abstractmethod
     def list(
-        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
-    ) -> tuple[list[Record], str | None]:
-        """Records matching ``filter`` in ascending id order, and the cursor of the next page."""
+        self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
+        order: Order = "id",
+    ) -> tuple[builtins.list[Record], str | None]:
+        """Records matching ``filter`` in ``order``, and the cursor of the next page."""
 
     @abstractmethod
     def count(self, filter: Filter | None = None) -> int:
         """How many records match ``filter``."""
-
-    # -- composite -------------------------------------------------------
-    def apply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
-        """Apply a batch and record its history; return the ids of adds skipped as duplicates."""
-        with self._write_lock:
-            skipped = self._duplicates(batch)
-            adds = [r for r in batch.adds if r.id not in skipped]
-            if adds:
-                self.insert(adds)
-            for record in batch.updates:
-                self.update(record)
-            if batch.deletes:
-                self.delete(batch.deletes)
-            rows = [h for h in batch.history if h.memory_id not in skipped]
-            if rows:
-                history.add(rows)
-            return skipped
-
-    def _duplicates(self, batch: WriteBatch) -> set[str]:
-        if not batch.adds:
-            return set()
-        hashes = sorted({r.hash for r in batch.adds})
-        seen: set[str] = set()
-        cursor: str | None = None
-        while True:
-            page, cursor = self.list(hash_filter(batch.dedup_scope, hashes), limit=1000, cursor=cursor)
-            seen.update(r.hash for r in page)
-            if cursor is None:
-                break
-        skipped: set[str] = set()
-        for record in batch.adds:
-            if record.hash in seen:
-                skipped.add(record.id)
-            seen.add(record.hash)
-        return skipped
 
     # -- async (thread fallback) ----------------------------------------
     async def aopen(self, dimension: int, model: str) -> None:
@@ -225,34 +315,39 @@ class VectorStore(ABC):
     async def areset(self) -> None:
         await asyncio.to_thread(self.reset)
 
+    async def ainsert(self, records: Sequence[Record]) -> None:
+        await asyncio.to_thread(self.insert, records)
+
+    async def aupdate(self, records: Sequence[Record]) -> None:
+        await asyncio.to_thread(self.update, records)
+
+    async def adelete(self, ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete, ids)
+
+    async def awrite_history(self, history: HistoryStore, rows: Sequence[HistoryRecord]) -> None:
+        await history.aadd(rows)
+
     async def aget(self, id: str) -> Record | None:
         return await asyncio.to_thread(self.get, id)
 
     async def asearch(
-        self, vector: Vector, *, limit: int, filter: Filter | None = None
+        self, vector: Vector, limit: int, filter: Filter | None = None
     ) -> builtins.list[Hit]:
-        return await asyncio.to_thread(self.search, vector, limit=limit, filter=filter)
+        return await asyncio.to_thread(self.search, vector, limit, filter)
 
     async def akeyword_search(
-        self, text: str, *, limit: int, filter: Filter | None = None
+        self, text: str, limit: int, filter: Filter | None = None
     ) -> builtins.list[Hit]:
-        return await asyncio.to_thread(self.keyword_search, text, limit=limit, filter=filter)
+        return await asyncio.to_thread(self.keyword_search, text, limit, filter)
 
     async def alist(
-        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+        self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
+        order: Order = "id",
     ) -> tuple[builtins.list[Record], str | None]:
-        return await asyncio.to_thread(self.list, filter, limit=limit, cursor=cursor)
+        return await asyncio.to_thread(self.list, filter, limit, cursor, order)
 
     async def acount(self, filter: Filter | None = None) -> int:
         return await asyncio.to_thread(self.count, filter)
-
-    async def aapply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
-        return await asyncio.to_thread(self.apply, batch, history)
-
-
-class HistoryLike(ABC):
-    @abstractmethod
-    def add(self, records: Sequence[HistoryRecord]) -> None: ...
 
 
 def cosine_to_score(cos: float) -> float:
@@ -262,12 +357,17 @@ def cosine_to_score(cos: float) -> float:
 
 __all__ = [
     "And",
-    "HistoryLike",
     "Hit",
+    "Order",
     "Record",
     "Vector",
     "VectorStore",
     "WriteBatch",
+    "WriteLock",
+    "Writer",
     "cosine_to_score",
+    "cursor_key",
+    "cursor_of",
     "hash_filter",
+    "page_after",
 ]

@@ -38,21 +38,23 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 from urllib.parse import urlparse
 
-from memkit._errors import ConfigError, FilterError, MemkitError, VectorStoreError
+from memkit._errors import ConfigError, FilterError, VectorStoreError
 from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or
 from memkit._imports import require
 from memkit._time import to_datetime
-from memkit.stores._driven import DrivenStore
-from memkit.stores.base import Hit, Record, Vector, cosine_to_score
+from memkit.stores._driven import DrivenStore, arun_calls, run_calls
+from memkit.stores.base import Hit, Order, Record, Vector, cosine_to_score, page_after
+
+if TYPE_CHECKING:
+    from chromadb.api.models.Collection import Collection
 
 T = TypeVar("T")
-Call = tuple[str, dict[str, Any]]
-Op = Generator[Call, Any, T]
+Op = Generator[Callable[["Collection"], Any], Any, T]
 Where = dict[str, Any]
 
 MAX_SUBSTRING_SOURCE = 24
@@ -303,6 +305,7 @@ class ChromaStore(DrivenStore):
         if self._server:
             self._client = chromadb.HttpClient(host=host, port=self._port, ssl=self._ssl,
                                                settings=self._settings)
+            self.native_async = True
         elif path is not None:
             self._client = chromadb.PersistentClient(path=path, settings=self._settings)
         else:
@@ -319,18 +322,7 @@ class ChromaStore(DrivenStore):
 
     # -- drivers ---------------------------------------------------------
     def _run(self, op: Op[T]) -> T:
-        result: Any = None
-        try:
-            while True:
-                name, kwargs = op.send(result)
-                try:
-                    result = getattr(self._collection, name)(**kwargs)
-                except MemkitError:
-                    raise
-                except Exception as exc:
-                    raise VectorStoreError(f"chroma {name} failed: {exc}") from exc
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+        return run_calls(op, self._collection, "chroma")
 
     async def _arun(self, op: Op[T]) -> T:
         if not self._server:
@@ -340,16 +332,7 @@ class ChromaStore(DrivenStore):
             client = await chromadb.AsyncHttpClient(
                 host=self._host, port=self._port, ssl=self._ssl, settings=self._settings)
             self._acollection = await client.get_collection(self.collection_name)
-        result: Any = None
-        try:
-            while True:
-                name, kwargs = op.send(result)
-                try:
-                    result = await getattr(self._acollection, name)(**kwargs)
-                except Exception as exc:
-                    raise VectorStoreError(f"chroma {name} failed: {exc}") from exc
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+        return await arun_calls(op, self._acollection, "chroma")
 
     # -- lifecycle -------------------------------------------------------
     def open(self, dimension: int, model: str) -> None:
@@ -384,52 +367,56 @@ class ChromaStore(DrivenStore):
 
     def _ids(self, filter: Filter | None) -> Op[builtins.list[str]]:
         if filter is None:
-            result = yield ("get", {"include": []})
+            result = yield (lambda c: c.get(include=[]))
             return sorted(result["ids"])
         yield from self._ids_check(filter)
         where, document = translate(filter)
         if where is _NEVER:
             return []
-        result = yield ("get", {"where": where, "where_document": document, "include": []})
+        result = yield (lambda c: c.get(where=where, where_document=cast(Any, document), include=[]))
         return sorted(result["ids"])
 
-    def _upsert(self, records: Sequence[Record], method: str) -> Op[None]:
+    def _chunks(self, records: Sequence[Record]) -> Iterator[dict[str, Any]]:
         for record in records:
             if record.vector is None:
                 raise VectorStoreError(f"record {record.id} has no vector")
             self._check(record.vector)
         for start in range(0, len(records), _BATCH):
             chunk = records[start:start + _BATCH]
-            assert all(r.vector is not None for r in chunk)
-            yield (method, {
+            yield {
                 "ids": [r.id for r in chunk],
                 "embeddings": [r.vector.tolist() for r in chunk if r.vector is not None],
                 "metadatas": [encode_metadata(r) for r in chunk],
                 "documents": [r.memory for r in chunk],
-            })
+            }
 
     def _insert(self, records: Sequence[Record]) -> Op[None]:
-        yield from self._upsert(records, "upsert")
+        for rows in self._chunks(records):
+            yield (lambda c, rows=rows: c.upsert(**rows))  # type: ignore[misc]
 
-    def _update(self, record: Record) -> Op[None]:
-        if (yield from self._get(record.id)) is None:
-            raise VectorStoreError(f"no record {record.id} to update")
-        if record.vector is not None:
-            yield from self._upsert([record], "update")
-        else:
-            yield ("update", {"ids": [record.id], "metadatas": [encode_metadata(record)],
-                              "documents": [record.memory]})
+    def _update(self, records: Sequence[Record]) -> Op[None]:
+        for record in records:
+            if (yield from self._get(record.id)) is None:
+                raise VectorStoreError(f"no record {record.id} to update")
+        with_vectors = [r for r in records if r.vector is not None]
+        for rows in self._chunks(with_vectors):
+            yield (lambda c, rows=rows: c.update(**rows))  # type: ignore[misc]
+        for record in records:
+            if record.vector is None:
+                yield (lambda c, r=record: c.update(  # type: ignore[misc]
+                    ids=[r.id], metadatas=[encode_metadata(r)], documents=[r.memory]))
 
     def _delete(self, ids: Sequence[str]) -> Op[None]:
         for start in range(0, len(ids), _BATCH):
-            yield ("delete", {"ids": builtins.list(ids[start:start + _BATCH])})
+            chunk = builtins.list(ids[start:start + _BATCH])
+            yield (lambda c, chunk=chunk: c.delete(ids=chunk))  # type: ignore[misc]
 
     def _reset(self) -> Op[None]:
         ids = yield from self._ids(None)
         yield from self._delete(ids)
 
     def _get(self, id: str) -> Op[Record | None]:
-        result = yield ("get", {"ids": [id], "include": ["metadatas"]})
+        result = yield (lambda c: c.get(ids=[id], include=["metadatas"]))
         if not result["ids"]:
             return None
         return decode_record(result["ids"][0], result["metadatas"][0])
@@ -437,7 +424,7 @@ class ChromaStore(DrivenStore):
     def _fetch(self, ids: builtins.list[str]) -> Op[builtins.list[Record]]:
         if not ids:
             return []
-        result = yield ("get", {"ids": ids, "include": ["metadatas"]})
+        result = yield (lambda c: c.get(ids=ids, include=["metadatas"]))
         by_id = {i: decode_record(i, m) for i, m in zip(result["ids"], result["metadatas"],
                                                          strict=True)}
         return [by_id[i] for i in ids if i in by_id]
@@ -449,10 +436,10 @@ class ChromaStore(DrivenStore):
             return []
         if filter is not None:
             yield from self._ids_check(filter)
-        result = yield ("query", {
-            "query_embeddings": [vector.tolist()], "n_results": limit, "where": where,
-            "where_document": document, "include": ["metadatas", "distances"],
-        })
+        result = yield (lambda c: c.query(
+            query_embeddings=[vector.tolist()], n_results=limit, where=where,
+            where_document=cast(Any, document), include=["metadatas", "distances"],
+        ))
         return [
             Hit(decode_record(i, m), cosine_to_score(1.0 - d))
             for i, m, d in zip(result["ids"][0], result["metadatas"][0], result["distances"][0],
@@ -461,8 +448,9 @@ class ChromaStore(DrivenStore):
 
     def _ids_check(self, filter: Filter) -> Op[None]:
         for field in sorted(substring_fields(filter)):
-            long = yield ("get", {"where": {"long": {"$contains": field}}, "limit": 1,
-                                  "include": []})
+            long_field: Any = {"long": {"$contains": field}}
+            long = yield (lambda c, where=long_field: c.get(  # type: ignore[misc]
+                where=where, limit=1, include=[]))
             if long["ids"]:
                 raise FilterError(
                     f"chroma: {field!r} holds strings longer than {MAX_SUBSTRING_SOURCE} "
@@ -470,15 +458,18 @@ class ChromaStore(DrivenStore):
                 )
 
     def _list(
-        self, filter: Filter | None, limit: int, cursor: str | None
+        self, filter: Filter | None, limit: int, cursor: str | None, order: Order
     ) -> Op[tuple[builtins.list[Record], str | None]]:
+        if order == "newest":  # Chroma cannot order: the matching records, sorted here
+            records = yield from self._fetch((yield from self._ids(filter)))
+            return page_after(records, order, cursor, limit)
         ids = [i for i in (yield from self._ids(filter)) if cursor is None or i > cursor]
         page = yield from self._fetch(ids[:limit])
         return page, (ids[limit - 1] if len(ids) > limit else None)
 
     def _count(self, filter: Filter | None) -> Op[int]:
         if filter is None:
-            return int((yield ("count", {})))
+            return int((yield (lambda c: c.count())))
         return len((yield from self._ids(filter)))
 
     # -- async -----------------------------------------------------------

@@ -6,14 +6,24 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
 
 from memkit._errors import ConfigError, VectorStoreError
 from memkit._filters import Filter, matches
-from memkit.stores.base import HistoryLike, Hit, Record, Vector, VectorStore, WriteBatch, cosine_to_score
+from memkit.stores.base import (
+    Hit,
+    Order,
+    Record,
+    Vector,
+    VectorStore,
+    Writer,
+    cosine_to_score,
+    page_after,
+)
 
 _WORD = re.compile(r"\w+")
 
@@ -45,12 +55,13 @@ class InMemoryStore(VectorStore):
                 )
             self._dimension, self._model = dimension, model
 
-    def apply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
+    @contextmanager
+    def transaction(self, key: str = "") -> Iterator[Writer]:
         """All or nothing: a failure part-way (history included) restores the records."""
-        with self._lock:
+        with self._write_lock.hold(), self._lock:
             snapshot = dict(self._records)
             try:
-                return super().apply(batch, history)
+                yield self
             except BaseException:
                 self._records = snapshot
                 raise
@@ -74,14 +85,15 @@ class InMemoryStore(VectorStore):
             for record in records:
                 self._records[record.id] = replace(record, metadata=dict(record.metadata))
 
-    def update(self, record: Record) -> None:
+    def update(self, records: Sequence[Record]) -> None:
         with self._lock:
-            old = self._records.get(record.id)
-            if old is None:
-                raise VectorStoreError(f"no record {record.id} to update")
-            self._check(record.vector)
-            vector = record.vector if record.vector is not None else old.vector
-            self._records[record.id] = replace(record, metadata=dict(record.metadata), vector=vector)
+            for record in records:
+                if record.id not in self._records:
+                    raise VectorStoreError(f"no record {record.id} to update")
+                self._check(record.vector)
+            for record in records:
+                vector = record.vector if record.vector is not None else self._records[record.id].vector
+                self._records[record.id] = replace(record, metadata=dict(record.metadata), vector=vector)
 
     def delete(self, ids: Sequence[str]) -> None:
         with self._lock:
@@ -97,7 +109,7 @@ class InMemoryStore(VectorStore):
         with self._lock:
             return [r for r in self._records.values() if matches(filter, r.lookup)]
 
-    def search(self, vector: Vector, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+    def search(self, vector: Vector, limit: int, filter: Filter | None = None) -> list[Hit]:
         self._check(vector)
         candidates = self._matching(filter)
         if not candidates:
@@ -110,7 +122,7 @@ class InMemoryStore(VectorStore):
             Hit(replace(candidates[i], vector=None), cosine_to_score(float(sims[i]))) for i in order
         ]
 
-    def keyword_search(self, text: str, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+    def keyword_search(self, text: str, limit: int, filter: Filter | None = None) -> list[Hit]:
         """Okapi BM25 (k1=1.2, b=0.75) over the matching records; the best hit scores 1."""
         query = set(_terms(text))
         candidates = self._matching(filter)
@@ -134,14 +146,11 @@ class InMemoryStore(VectorStore):
         return [Hit(replace(r, vector=None), score / best) for score, r in scored[:limit]]
 
     def list(
-        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+        self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
+        order: Order = "id",
     ) -> tuple[list[Record], str | None]:
-        rows = sorted(
-            (r for r in self._matching(filter) if cursor is None or r.id > cursor),
-            key=lambda r: r.id,
-        )
-        page = [replace(r, vector=None) for r in rows[:limit]]
-        return page, (page[-1].id if len(rows) > limit else None)
+        page, next_cursor = page_after(self._matching(filter), order, cursor, limit)
+        return [replace(r, vector=None) for r in page], next_cursor
 
     def count(self, filter: Filter | None = None) -> int:
         return len(self._matching(filter))

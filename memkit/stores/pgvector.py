@@ -28,30 +28,34 @@ transaction.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import os
+import builtins
 import re
-from collections.abc import Generator, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+import threading
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, ClassVar
 
 from memkit._errors import ConfigError, FilterError, VectorStoreError
 from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or, Scalar
 from memkit._imports import require
-from memkit._time import to_datetime, to_iso
-from memkit.stores._driven import DrivenStore
-from memkit.stores.base import (
-    HistoryLike,
-    Hit,
-    Record,
-    Vector,
-    WriteBatch,
-    cosine_to_score,
-    hash_filter,
+from memkit._models import HistoryRecord
+from memkit._postgres import (
+    Op,
+    PoolOwner,
+    Statement,
+    T,
+    adrive,
+    advisory_key,
+    check_name,
+    drive,
+    resolve_dsn,
 )
+from memkit._time import to_datetime, to_iso
+from memkit.history.base import HistoryStore
+from memkit.history.postgres import PostgresHistory
+from memkit.stores._driven import DrivenStore
+from memkit.stores.base import Hit, Order, Record, Vector, Writer, cosine_to_score, cursor_key, cursor_of
 
-require("psycopg", "pgvector")
-require("psycopg_pool", "pgvector")
 pgvector_psycopg: Any = require("pgvector.psycopg", "pgvector")
 
 import psycopg  # noqa: E402
@@ -59,11 +63,7 @@ from psycopg import sql  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 from psycopg_pool import AsyncConnectionPool, ConnectionPool  # noqa: E402
 
-T = TypeVar("T")
-Rows = list[tuple[Any, ...]]
-
 META_TABLE = "memkit_collections"
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 _TEXT_COLUMNS = frozenset({"memory", "hash", "user_id", "agent_id", "run_id"})
 _SCOPE_COLUMNS = ("user_id", "agent_id", "run_id")
 _MAX_HNSW_DIMENSIONS = 2000
@@ -73,78 +73,6 @@ _ISO_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'  # to_char() of memkit._time.
 _COLUMNS = sql.SQL(
     "id, memory, hash, user_id, agent_id, run_id, created_at, updated_at, metadata"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Statement:
-    """One SQL statement; ``many`` runs it once per parameter set."""
-
-    query: sql.SQL | sql.Composed
-    params: Any = field(default_factory=dict)  # a dict, or a list of dicts when ``many``
-    many: bool = False
-
-
-Op = Generator[Statement, Rows, T]
-
-
-def check_name(name: str, what: str = "collection_name") -> str:
-    if not _NAME.fullmatch(name):
-        raise ConfigError(
-            f"{what} {name!r}: use letters, digits and '_' (not first), at most 40 characters"
-        )
-    return name
-
-
-# -- sync and async drivers ---------------------------------------------------
-
-
-def drive(conn: psycopg.Connection[Any], op: Op[T]) -> T:
-    """Run ``op`` on ``conn`` in one transaction."""
-    try:
-        with conn.transaction(), conn.cursor() as cur:
-            try:
-                stmt = next(op)
-                while True:
-                    if stmt.many:
-                        cur.executemany(stmt.query, stmt.params)
-                    else:
-                        cur.execute(stmt.query, stmt.params)
-                    stmt = op.send(cur.fetchall() if cur.description else [])
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-    except psycopg.Error as exc:
-        raise VectorStoreError(f"PostgreSQL: {exc}") from exc
-
-
-async def adrive(conn: psycopg.AsyncConnection[Any], op: Op[T]) -> T:
-    """Run ``op`` on ``conn`` in one transaction, without blocking the event loop."""
-    try:
-        async with conn.transaction(), conn.cursor() as cur:
-            try:
-                stmt = next(op)
-                while True:
-                    if stmt.many:
-                        await cur.executemany(stmt.query, stmt.params)
-                    else:
-                        await cur.execute(stmt.query, stmt.params)
-                    stmt = op.send(await cur.fetchall() if cur.description else [])
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-    except psycopg.Error as exc:
-        raise VectorStoreError(f"PostgreSQL: {exc}") from exc
-
-
-def resolve_dsn(dsn: str | None) -> str:
-    resolved = dsn or os.environ.get("DATABASE_URL")
-    if not resolved:
-        raise ConfigError("no PostgreSQL DSN: pass dsn= or set DATABASE_URL")
-    return resolved
-
-
-def advisory_key(*parts: str) -> int:
-    """A signed 64-bit key for ``pg_advisory_xact_lock``."""
-    digest = hashlib.blake2b("\0".join(parts).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
 
 
 # -- filter translation --------------------------------------------------------
@@ -381,28 +309,6 @@ def _version(text: str) -> tuple[int, ...]:
 # -- the store -----------------------------------------------------------------
 
 
-class PoolOwner:
-    """Closes a sync and an async psycopg pool; shared by the store and the history."""
-
-    _pool: ConnectionPool[Any] | None
-    _apool: AsyncConnectionPool[Any] | None
-
-    def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
-        # An async pool belongs to its event loop; aclose() closes it there.
-        self._apool = None
-
-    async def aclose(self) -> None:
-        apool, self._apool = self._apool, None
-        if apool is not None:
-            await apool.close()
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await asyncio.to_thread(pool.close)
-
-
 class PgVectorStore(PoolOwner, DrivenStore):
     """A collection in PostgreSQL with pgvector; several processes may share it.
 
@@ -412,6 +318,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
 
     provider = "pgvector"
     supports_keyword: ClassVar[bool] = True
+    native_async = True
 
     def __init__(
         self, dsn: str | None = None, collection_name: str = "memkit", pool_size: int = 4
@@ -426,11 +333,12 @@ class PgVectorStore(PoolOwner, DrivenStore):
         self._pool: ConnectionPool[Any] | None = None
         self._apool: AsyncConnectionPool[Any] | None = None
         self._apool_lock = asyncio.Lock()
+        self._pool_lock = threading.Lock()
 
     # -- connections ----------------------------------------------------
     def _sync_pool(self) -> ConnectionPool[Any]:
         self._require_open()
-        with self._write_lock:
+        with self._pool_lock:
             if self._pool is None:
                 self._pool = ConnectionPool(
                     self.dsn, min_size=1, max_size=self.pool_size, open=True,
@@ -568,20 +476,21 @@ class PgVectorStore(PoolOwner, DrivenStore):
                 [_row_params(r) for r in records], many=True,
             )
 
-    def _update(self, record: Record) -> Op[None]:
-        self._check_vector(record, required=False)
-        rows = yield Statement(
-            sql.SQL(
-                "UPDATE {t} SET embedding = COALESCE(%(embedding)s::vector, embedding),"
-                " memory = %(memory)s, hash = %(hash)s, user_id = %(user_id)s,"
-                " agent_id = %(agent_id)s, run_id = %(run_id)s, created_at = %(created_at)s,"
-                " updated_at = %(updated_at)s, metadata = %(metadata)s, folded = %(folded)s"
-                " WHERE id = %(id)s RETURNING id"
-            ).format(t=self._table),
-            _row_params(record),
-        )
-        if not rows:
-            raise VectorStoreError(f"no record {record.id} to update")
+    def _update(self, records: Sequence[Record]) -> Op[None]:
+        for record in records:
+            self._check_vector(record, required=False)
+            rows = yield Statement(
+                sql.SQL(
+                    "UPDATE {t} SET embedding = COALESCE(%(embedding)s::vector, embedding),"
+                    " memory = %(memory)s, hash = %(hash)s, user_id = %(user_id)s,"
+                    " agent_id = %(agent_id)s, run_id = %(run_id)s, created_at = %(created_at)s,"
+                    " updated_at = %(updated_at)s, metadata = %(metadata)s, folded = %(folded)s"
+                    " WHERE id = %(id)s RETURNING id"
+                ).format(t=self._table),
+                _row_params(record),
+            )
+            if not rows:
+                raise VectorStoreError(f"no record {record.id} to update")
 
     def _delete(self, ids: Sequence[str]) -> Op[None]:
         if ids:
@@ -651,16 +560,27 @@ class PgVectorStore(PoolOwner, DrivenStore):
         ]
 
     def _list(
-        self, filter: Filter | None, limit: int, cursor: str | None
+        self, filter: Filter | None, limit: int, cursor: str | None, order: Order
     ) -> Op[tuple[list[Record], str | None]]:
         where, params = translate(filter)
-        params |= {"cursor": cursor, "k": limit + 1}
+        params |= {"k": limit + 1}
+        if order == "newest":
+            by = sql.SQL("created_at DESC, id DESC")
+            if cursor is not None:
+                created_at, id = cursor_key(cursor)
+                where = sql.SQL("{w} AND (created_at, id) < (%(c_at)s::timestamptz, %(c_id)s)").format(
+                    w=where)
+                params |= {"c_at": to_datetime(created_at), "c_id": id}
+        else:
+            by = sql.SQL("id")
+            if cursor is not None:
+                where = sql.SQL("{w} AND id > %(cursor)s").format(w=where)
+                params |= {"cursor": cursor}
         rows = yield Statement(sql.SQL(
-            "SELECT {cols} FROM {t} WHERE {w} AND (%(cursor)s::text IS NULL OR id > %(cursor)s)"
-            " ORDER BY id LIMIT %(k)s"
-        ).format(cols=_COLUMNS, t=self._table, w=where), params)
+            "SELECT {cols} FROM {t} WHERE {w} ORDER BY {by} LIMIT %(k)s"
+        ).format(cols=_COLUMNS, t=self._table, w=where, by=by), params)
         page = [_record(row) for row in rows[:limit]]
-        return page, (page[-1].id if len(rows) > limit and page else None)
+        return page, (cursor_of(page[-1], order) if len(rows) > limit and page else None)
 
     def _count(self, filter: Filter | None) -> Op[int]:
         where, params = translate(filter)
@@ -668,36 +588,6 @@ class PgVectorStore(PoolOwner, DrivenStore):
             sql.SQL("SELECT count(*) FROM {t} WHERE {w}").format(t=self._table, w=where), params
         )
         return int(rows[0][0])
-
-    def _apply_op(self, batch: WriteBatch, history: HistoryLike | None) -> Op[set[str]]:
-        scope = batch.dedup_scope.model_dump_json() if batch.dedup_scope is not None else ""
-        # Every apply on this scope, from any process, waits here: the duplicate
-        # check below and the writes are one atomic step.
-        yield Statement(sql.SQL("SELECT pg_advisory_xact_lock(%(key)s)"),
-                        {"key": advisory_key("memkit-apply", self.collection_name, scope)})
-        skipped: set[str] = set()
-        if batch.adds:
-            where, params = translate(
-                hash_filter(batch.dedup_scope, sorted({r.hash for r in batch.adds})))
-            rows = yield Statement(
-                sql.SQL("SELECT DISTINCT hash FROM {t} WHERE {w}").format(t=self._table, w=where),
-                params,
-            )
-            seen = {row[0] for row in rows}
-            for record in batch.adds:
-                if record.hash in seen:
-                    skipped.add(record.id)
-                seen.add(record.hash)
-        yield from self._insert([r for r in batch.adds if r.id not in skipped])
-        for record in batch.updates:
-            yield from self._update(record)
-        yield from self._delete(batch.deletes)
-        if history is not None:
-            from memkit.history.postgres import PostgresHistory
-
-            assert isinstance(history, PostgresHistory)
-            yield from history.insert_op([h for h in batch.history if h.memory_id not in skipped])
-        return skipped
 
     def _check_shape(self, vector: Vector) -> None:
         if self._dimension is not None and vector.shape != (self._dimension,):
@@ -712,37 +602,88 @@ class PgVectorStore(PoolOwner, DrivenStore):
             return
         self._check_shape(record.vector)
 
-    def _same_database(self, history: HistoryLike) -> bool:
-        from memkit.history.postgres import PostgresHistory
+    # -- transactions -------------------------------------------------------
+    @contextmanager
+    def transaction(self, key: str = "") -> Iterator[Writer]:
+        """One transaction on one pooled connection, holding an advisory lock on ``key``
+        (the add's scope): writers of the same scope, in any process, wait for each other."""
+        with self._sync_pool().connection() as conn, conn.transaction():
+            drive(conn, self._lock_op(key))
+            yield _Transaction(self, conn, None)
 
-        return isinstance(history, PostgresHistory) and history.dsn == self.dsn
+    @asynccontextmanager
+    async def atransaction(self, key: str = "") -> AsyncIterator[Writer]:
+        async with (await self._async_pool()).connection() as conn, conn.transaction():
+            await adrive(conn, self._lock_op(key))
+            yield _Transaction(self, None, conn)
 
-    # -- sync -------------------------------------------------------------
-    def apply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
-        """Dedup check and writes in one transaction, history too when it lives in this database."""
-        if self._same_database(history):
-            history.ensure_table()  # type: ignore[attr-defined]
-            return self._run(self._apply_op(batch, history))
-        skipped = self._run(self._apply_op(batch, None))
-        rows = [h for h in batch.history if h.memory_id not in skipped]
-        if rows:
+    def _lock_op(self, key: str) -> Op[None]:
+        yield Statement(sql.SQL("SELECT pg_advisory_xact_lock(%(key)s)"),
+                        {"key": advisory_key("memkit-apply", self.collection_name, key)})
+
+    def _colocated(self, history: HistoryStore) -> PostgresHistory | None:
+        same = isinstance(history, PostgresHistory) and history.dsn == self.dsn
+        return history if same else None  # type: ignore[return-value]
+
+
+class _Transaction:
+    """The store's writes on the connection of one open transaction (a :class:`Writer`)."""
+
+    def __init__(self, store: PgVectorStore, conn: psycopg.Connection[Any] | None,
+                 aconn: psycopg.AsyncConnection[Any] | None) -> None:
+        self.store, self._conn, self._aconn = store, conn, aconn
+
+    def _run(self, op: Op[T]) -> T:
+        assert self._conn is not None
+        return drive(self._conn, op)
+
+    async def _arun(self, op: Op[T]) -> T:
+        assert self._aconn is not None
+        return await adrive(self._aconn, op)
+
+    def list(self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
+             order: Order = "id") -> tuple[builtins.list[Record], str | None]:
+        return self._run(self.store._list(filter, limit, cursor, order))
+
+    def insert(self, records: Sequence[Record]) -> None:
+        self._run(self.store._insert(records))
+
+    def update(self, records: Sequence[Record]) -> None:
+        self._run(self.store._update(records))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self._run(self.store._delete(ids))
+
+    def write_history(self, history: HistoryStore, rows: Sequence[HistoryRecord]) -> None:
+        """In this transaction when the history lives in the same database."""
+        colocated = self.store._colocated(history)
+        if colocated is None:
             history.add(rows)
-        return skipped
+            return
+        colocated.ensure_table()
+        self._run(colocated.insert_op(rows))
 
-    # -- async ------------------------------------------------------------
-    async def aapply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
-        if self._same_database(history):
-            await history.aensure_table()  # type: ignore[attr-defined]
-            return await self._arun(self._apply_op(batch, history))
-        skipped = await self._arun(self._apply_op(batch, None))
-        rows = [h for h in batch.history if h.memory_id not in skipped]
-        if rows:
-            aadd = getattr(history, "aadd", None)
-            if aadd is not None:
-                await aadd(rows)
-            else:
-                await asyncio.to_thread(history.add, rows)
-        return skipped
+    async def alist(self, filter: Filter | None = None, limit: int = 100,
+                    cursor: str | None = None, order: Order = "id",
+                    ) -> tuple[builtins.list[Record], str | None]:
+        return await self._arun(self.store._list(filter, limit, cursor, order))
+
+    async def ainsert(self, records: Sequence[Record]) -> None:
+        await self._arun(self.store._insert(records))
+
+    async def aupdate(self, records: Sequence[Record]) -> None:
+        await self._arun(self.store._update(records))
+
+    async def adelete(self, ids: Sequence[str]) -> None:
+        await self._arun(self.store._delete(ids))
+
+    async def awrite_history(self, history: HistoryStore, rows: Sequence[HistoryRecord]) -> None:
+        colocated = self.store._colocated(history)
+        if colocated is None:
+            await history.aadd(rows)
+            return
+        await colocated.aensure_table()
+        await self._arun(colocated.insert_op(rows))
 
 
-__all__ = ["META_TABLE", "PgVectorStore", "PoolOwner", "Statement", "adrive", "drive", "translate"]
+__all__ = ["META_TABLE", "PgVectorStore", "translate"]

@@ -25,12 +25,15 @@ memory text) with Qdrant's IDF modifier; scores are divided by the best one, so
 the top hit scores 1.
 
 Every operation is written once, as a generator that yields client calls
-(``(method, kwargs)``); :class:`~qdrant_client.QdrantClient` and
-:class:`~qdrant_client.AsyncQdrantClient` share method names, so one driver
-runs it synchronously and one awaits it. Local mode keeps its data inside one
-client object (and locks a ``path`` to one client), so a second, async client
-would see a different or a locked database; there the async methods run the
-sync client in a worker thread.
+(``lambda c: c.upsert(...)``, type-checked against
+:class:`~qdrant_client.QdrantClient`); :class:`~qdrant_client.AsyncQdrantClient`
+has the same methods as coroutines, so one driver runs a call synchronously
+and one awaits it. Local mode keeps its data inside one client object (and
+locks a ``path`` to one client), so a second, async client would see a
+different or a locked database; there the async methods run the sync client in
+a worker thread. Writes hold one lock per store object, shared by sync and
+async writers; separate processes are not serialised against each other
+(Qdrant has no transactions): see docs/backends.md.
 """
 
 from __future__ import annotations
@@ -42,30 +45,24 @@ import re
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from memkit._errors import ConfigError, FilterError, MemkitError, VectorStoreError
+from memkit._errors import ConfigError, FilterError, VectorStoreError
 from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or, Scalar
 from memkit._imports import require
 from memkit._time import to_datetime
-from memkit.stores._driven import DrivenStore
-from memkit.stores.base import (
-    HistoryLike,
-    Hit,
-    Record,
-    Vector,
-    WriteBatch,
-    cosine_to_score,
-    hash_filter,
-)
+from memkit.stores._driven import DrivenStore, arun_calls, run_calls
+from memkit.stores.base import Hit, Order, Record, Vector, cosine_to_score, page_after
+
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient
 
 models: Any = require("qdrant_client.models", "qdrant")
 
 T = TypeVar("T")
-Call = tuple[str, dict[str, Any]]
-Op = Generator[Call, Any, T]
+Op = Generator[Callable[["QdrantClient"], Any], Any, T]
 
 DENSE = "dense"
 SPARSE = "text"
@@ -262,7 +259,6 @@ class QdrantStore(DrivenStore):
         qdrant_client = require("qdrant_client", "qdrant")
         self.collection_name = collection_name
         self._dimension: int | None = None
-        self._async_lock: asyncio.Lock | None = None
         # qdrant-client's local mode is not thread-safe; a server client is.
         self._client_lock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         self.local = url is None and host is None
@@ -279,62 +275,39 @@ class QdrantStore(DrivenStore):
                 remote["port"] = port
             self._client = qdrant_client.QdrantClient(**remote)
             self._aclient = qdrant_client.AsyncQdrantClient(**remote)
+            self.native_async = True
 
     # -- drivers ---------------------------------------------------------
     def _run(self, op: Op[T]) -> T:
-        result: Any = None
-        try:
-            while True:
-                name, kwargs = op.send(result)
-                with self._client_lock:
-                    result = self._call(getattr(self._client, name), kwargs)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-
-    @staticmethod
-    def _call(method: Any, kwargs: dict[str, Any]) -> Any:
-        try:
-            return method(**kwargs)
-        except MemkitError:
-            raise
-        except Exception as exc:
-            raise VectorStoreError(f"qdrant {method.__name__} failed: {exc}") from exc
+        return run_calls(op, self._client, "qdrant", self._client_lock)
 
     async def _arun(self, op: Op[T]) -> T:
         if self._aclient is None:
             return await asyncio.to_thread(self._run, op)
-        result: Any = None
-        try:
-            while True:
-                name, kwargs = op.send(result)
-                try:
-                    result = await getattr(self._aclient, name)(**kwargs)
-                except Exception as exc:
-                    raise VectorStoreError(f"qdrant {name} failed: {exc}") from exc
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+        return await arun_calls(op, self._aclient, "qdrant")
 
     # -- operations ------------------------------------------------------
     def _open(self, dimension: int, model: str) -> Op[None]:
         name = self.collection_name
         meta = {"memkit": {"dimension": dimension, "model": model}}
-        if not (yield ("collection_exists", {"collection_name": name})):
-            yield ("create_collection", {
-                "collection_name": name,
-                "vectors_config": {DENSE: models.VectorParams(
+        if not (yield (lambda c: c.collection_exists(collection_name=name))):
+            yield (lambda c: c.create_collection(
+                collection_name=name,
+                vectors_config={DENSE: models.VectorParams(
                     size=dimension, distance=models.Distance.COSINE)},
-                "sparse_vectors_config": {SPARSE: models.SparseVectorParams(
+                sparse_vectors_config={SPARSE: models.SparseVectorParams(
                     modifier=models.Modifier.IDF)},
-                "metadata": meta,
-            })
+                metadata=meta,
+            ))
             if not self.local:  # local mode has no payload indexes
                 for field in _SCOPE_FIELDS:
-                    yield ("create_payload_index", {
-                        "collection_name": name, "field_name": _key("s", field),
-                        "field_schema": models.PayloadSchemaType.KEYWORD,
-                    })
+                    key = _key("s", field)
+                    yield (lambda c, key=key: c.create_payload_index(  # type: ignore[misc]
+                        collection_name=name, field_name=key,
+                        field_schema=models.PayloadSchemaType.KEYWORD,
+                    ))
         else:
-            info = yield ("get_collection", {"collection_name": name})
+            info = yield (lambda c: c.get_collection(collection_name=name))
             stored = (info.config.metadata or {}).get("memkit")
             if not isinstance(stored, dict):
                 raise ConfigError(f"qdrant collection {name!r} was not created by memkit")
@@ -371,10 +344,15 @@ class QdrantStore(DrivenStore):
     def _insert(self, records: Sequence[Record]) -> Op[None]:
         points = [self._point(r) for r in records]
         for start in range(0, len(points), _PAGE):
-            yield ("upsert", {"collection_name": self.collection_name,
-                              "points": points[start:start + _PAGE], "wait": True})
+            chunk = points[start:start + _PAGE]
+            yield (lambda c, chunk=chunk: c.upsert(  # type: ignore[misc]
+                collection_name=self.collection_name, points=chunk, wait=True))
 
-    def _update(self, record: Record) -> Op[None]:
+    def _update(self, records: Sequence[Record]) -> Op[None]:
+        for record in records:
+            yield from self._update_one(record)
+
+    def _update_one(self, record: Record) -> Op[None]:
         name = self.collection_name
         if (yield from self._get(record.id)) is None:
             raise VectorStoreError(f"no record {record.id} to update")
@@ -382,38 +360,38 @@ class QdrantStore(DrivenStore):
             yield from self._insert([record])
             return
         id = _point_id(record.id)
-        yield ("overwrite_payload", {"collection_name": name, "points": [id],
-                                     "payload": encode_payload(record), "wait": True})
+        yield (lambda c: c.overwrite_payload(collection_name=name, points=[id],
+                                     payload=encode_payload(record), wait=True))
         terms = sparse_vector(record.memory)
         if terms is None:
-            yield ("delete_vectors", {"collection_name": name, "points": [id],
-                                      "vectors": [SPARSE], "wait": True})
+            yield (lambda c: c.delete_vectors(collection_name=name, points=[id],
+                                      vectors=[SPARSE], wait=True))
         else:
-            yield ("update_vectors", {"collection_name": name, "wait": True, "points": [
-                models.PointVectors(id=id, vector={SPARSE: terms})]})
+            yield (lambda c: c.update_vectors(collection_name=name, wait=True, points=[
+                models.PointVectors(id=id, vector={SPARSE: terms})]))
 
     def _delete(self, ids: Sequence[str]) -> Op[None]:
         points = [_point_id(i) for i in ids]
         if points:
-            yield ("delete", {"collection_name": self.collection_name,
-                              "points_selector": models.PointIdsList(points=points), "wait": True})
+            yield (lambda c: c.delete(collection_name=self.collection_name,
+                              points_selector=models.PointIdsList(points=points), wait=True))
 
     def _reset(self) -> Op[None]:
-        yield ("delete", {"collection_name": self.collection_name,
-                          "points_selector": models.FilterSelector(filter=models.Filter()),
-                          "wait": True})
+        yield (lambda c: c.delete(collection_name=self.collection_name,
+                          points_selector=models.FilterSelector(filter=models.Filter()),
+                          wait=True))
 
     def _get(self, id: str) -> Op[Record | None]:
-        points = yield ("retrieve", {"collection_name": self.collection_name, "ids": [_point_id(id)],
-                                     "with_payload": True, "with_vectors": False})
+        points = yield (lambda c: c.retrieve(collection_name=self.collection_name, ids=[_point_id(id)],
+                                     with_payload=True, with_vectors=False))
         return _record(points[0]) if points else None
 
     def _query(self, query: Any, using: str, limit: int, filter: Filter | None) -> Op[list[Any]]:
-        response = yield ("query_points", {
-            "collection_name": self.collection_name, "query": query, "using": using,
-            "query_filter": None if filter is None else translate(filter), "limit": limit,
-            "with_payload": True, "with_vectors": False,
-        })
+        response = yield (lambda c: c.query_points(
+            collection_name=self.collection_name, query=query, using=using,
+            query_filter=None if filter is None else translate(filter), limit=limit,
+            with_payload=True, with_vectors=False,
+        ))
         return list(response.points)
 
     def _search(self, vector: Vector, limit: int, filter: Filter | None) -> Op[list[Hit]]:
@@ -430,61 +408,37 @@ class QdrantStore(DrivenStore):
         return [Hit(_record(p), max(0.0, p.score) / top if top > 0 else 0.0) for p in points]
 
     def _list(
-        self, filter: Filter | None, limit: int, cursor: str | None
+        self, filter: Filter | None, limit: int, cursor: str | None, order: Order
     ) -> Op[tuple[list[Record], str | None]]:
         # Point ids are UUIDs (hashed when the memkit id is not one), so Qdrant's scroll
-        # order is not memkit's id order: collect the matching ids, sort, fetch one page.
-        ids: list[str] = []
+        # order is not memkit's: collect the matching ids (and creation times), sort,
+        # fetch one page.
+        keys: list[Record] = []
         offset: Any = None
         while True:
-            points, offset = yield ("scroll", {
-                "collection_name": self.collection_name,
-                "scroll_filter": None if filter is None else translate(filter),
-                "limit": 10 * _PAGE, "offset": offset,
-                "with_payload": ["id"], "with_vectors": False,
-            })
-            ids.extend(p.payload["id"] for p in points if cursor is None or p.payload["id"] > cursor)
+            points, offset = yield (lambda c: c.scroll(
+                collection_name=self.collection_name,
+                scroll_filter=None if filter is None else translate(filter),
+                limit=10 * _PAGE, offset=offset,  # noqa: B023 - called at once
+                with_payload=["id", "record.created_at"], with_vectors=False,
+            ))
+            keys.extend(Record(id=p.payload["id"], memory="", hash="", updated_at="",
+                               created_at=p.payload["record"]["created_at"]) for p in points)
             if offset is None:
                 break
-        ids.sort()
-        wanted = ids[:limit]
+        wanted, next_cursor = page_after(keys, order, cursor, limit)
         if not wanted:
             return [], None
-        points = yield ("retrieve", {"collection_name": self.collection_name,
-                                     "ids": [_point_id(i) for i in wanted],
-                                     "with_payload": True, "with_vectors": False})
+        points = yield (lambda c: c.retrieve(collection_name=self.collection_name,
+                                             ids=[_point_id(r.id) for r in wanted],
+                                             with_payload=True, with_vectors=False))
         by_id = {r.id: r for r in map(_record, points)}
-        page = [by_id[i] for i in wanted if i in by_id]
-        return page, (wanted[-1] if len(ids) > limit else None)
+        return [by_id[r.id] for r in wanted if r.id in by_id], next_cursor
 
     def _count(self, filter: Filter | None) -> Op[int]:
-        result = yield ("count", {"collection_name": self.collection_name, "exact": True,
-                                  "count_filter": None if filter is None else translate(filter)})
+        result = yield (lambda c: c.count(collection_name=self.collection_name, exact=True,
+                                  count_filter=None if filter is None else translate(filter)))
         return int(result.count)
-
-    def _apply(self, batch: WriteBatch) -> Op[tuple[set[str], list[Any]]]:
-        skipped: set[str] = set()
-        if batch.adds:
-            seen: set[str] = set()
-            dedup = hash_filter(batch.dedup_scope, sorted({r.hash for r in batch.adds}))
-            cursor: str | None = None
-            while True:
-                page, cursor = yield from self._list(dedup, _PAGE, cursor)
-                seen.update(r.hash for r in page)
-                if cursor is None:
-                    break
-            for record in batch.adds:
-                if record.hash in seen:
-                    skipped.add(record.id)
-                seen.add(record.hash)
-        adds = [r for r in batch.adds if r.id not in skipped]
-        if adds:
-            yield from self._insert(adds)
-        for record in batch.updates:
-            yield from self._update(record)
-        if batch.deletes:
-            yield from self._delete(batch.deletes)
-        return skipped, [h for h in batch.history if h.memory_id not in skipped]
 
     # -- sync ------------------------------------------------------------
     def open(self, dimension: int, model: str) -> None:
@@ -492,13 +446,6 @@ class QdrantStore(DrivenStore):
 
     def close(self) -> None:
         self._client.close()
-
-    def apply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
-        with self._write_lock:
-            skipped, rows = self._run(self._apply(batch))
-            if rows:
-                history.add(rows)
-            return skipped
 
     # -- async -----------------------------------------------------------
     async def aopen(self, dimension: int, model: str) -> None:
@@ -508,18 +455,3 @@ class QdrantStore(DrivenStore):
         if self._aclient is not None:
             await self._aclient.close()
         self.close()
-
-    async def aapply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
-        if self._aclient is None:
-            # Local mode runs the sync client: do the whole apply in one worker thread.
-            # (Waiting for the lock in one thread and writing in another can starve the
-            # default executor when many tasks apply at once.)
-            return await asyncio.to_thread(self.apply, batch, history)
-        if self._async_lock is None:
-            self._async_lock = asyncio.Lock()
-        async with self._async_lock:
-            skipped, rows = await self._arun(self._apply(batch))
-            if rows:
-                aadd = getattr(history, "aadd", None)
-                await (aadd(rows) if aadd is not None else asyncio.to_thread(history.add, rows))
-            return skipped

@@ -32,7 +32,16 @@ import numpy.typing as npt
 from memkit._errors import ConfigError, FilterError, VectorStoreError
 from memkit._filters import BUILTIN_FIELDS, And, Condition, Filter, Not, Or, check_field_name
 from memkit.history.sqlite import SQLiteConnection, SQLiteHistory, check_identifier
-from memkit.stores.base import HistoryLike, Hit, Record, Vector, VectorStore, WriteBatch
+from memkit.stores.base import (
+    Hit,
+    Order,
+    Record,
+    Vector,
+    VectorStore,
+    Writer,
+    cursor_key,
+    cursor_of,
+)
 from memkit.stores.base import cosine_to_score as _score
 
 LOWER_FUNCTION = "memkit_lower"
@@ -372,6 +381,7 @@ class SQLiteStore(VectorStore):
                 f'CREATE INDEX IF NOT EXISTS "{c}_records_{s}" ON {r} ({s})'
                 for s in ("user_id", "agent_id", "run_id")
             ),
+            f'CREATE INDEX IF NOT EXISTS "{c}_records_newest" ON {r} (created_at, id)',
             f"CREATE TABLE IF NOT EXISTS {v} (rec INTEGER PRIMARY KEY"
             f" REFERENCES {r} (seq) ON DELETE CASCADE, vector BLOB NOT NULL)",
             f"CREATE TABLE IF NOT EXISTS {ch} (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -474,23 +484,24 @@ class SQLiteStore(VectorStore):
                 )
             self._after_write(conn)
 
-    def update(self, record: Record) -> None:
-        row = _record_row(record)
-        blob = None if record.vector is None else self._blob(record.vector)
+    def update(self, records: Sequence[Record]) -> None:
+        rows = [(_record_row(r), None if r.vector is None else self._blob(r.vector))
+                for r in records]
         with self._write() as conn:
-            found = conn.execute(
-                f"UPDATE {self._records} SET "
-                + ", ".join(f"{c} = ?" for c in _RECORD_COLUMNS[1:])
-                + " WHERE id = ? RETURNING seq",
-                (*row[1:], record.id),
-            ).fetchone()
-            if found is None:
-                raise VectorStoreError(f"no record {record.id} to update")
-            if blob is not None:
-                conn.execute(
-                    f"UPDATE {self._vectors} SET vector = ? WHERE rec = ?", (blob, found[0])
-                )
-                self._after_write(conn)
+            for row, blob in rows:
+                found = conn.execute(
+                    f"UPDATE {self._records} SET "
+                    + ", ".join(f"{c} = ?" for c in _RECORD_COLUMNS[1:])
+                    + " WHERE id = ? RETURNING seq",
+                    (*row[1:], row[0]),
+                ).fetchone()
+                if found is None:
+                    raise VectorStoreError(f"no record {row[0]} to update")
+                if blob is not None:
+                    conn.execute(
+                        f"UPDATE {self._vectors} SET vector = ? WHERE rec = ?", (blob, found[0])
+                    )
+            self._after_write(conn)
 
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:
@@ -502,14 +513,14 @@ class SQLiteStore(VectorStore):
             )
             self._after_write(conn)
 
-    def apply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
-        """The dedup check, the writes and the history rows in one ``BEGIN IMMEDIATE`` transaction.
-
-        With ``history=store.history()`` the history rows share the transaction;
-        another history store writes inside it, so its failure rolls the records back.
-        """
+    @contextmanager
+    def transaction(self, key: str = "") -> Iterator[Writer]:
+        """One ``BEGIN IMMEDIATE`` transaction: it holds the file's write lock, so writers
+        in other threads and processes wait. With ``history=store.history()`` the history
+        rows share it; another history store writes inside it, so its failure rolls the
+        records back."""
         with self._write():
-            return super().apply(batch, history)
+            yield self
 
     def _after_write(self, conn: sqlite3.Connection) -> None:
         self._dirty = True
@@ -535,7 +546,7 @@ class SQLiteStore(VectorStore):
             ).fetchone()
         return None if row is None else _record(row)
 
-    def search(self, vector: Vector, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+    def search(self, vector: Vector, limit: int, filter: Filter | None = None) -> list[Hit]:
         query = _unit(self._check(vector)[None, :])[0]
         where, params = translate(filter)
         if limit <= 0:
@@ -558,7 +569,7 @@ class SQLiteStore(VectorStore):
             if s in records
         ]
 
-    def keyword_search(self, text: str, *, limit: int, filter: Filter | None = None) -> list[Hit]:
+    def keyword_search(self, text: str, limit: int, filter: Filter | None = None) -> list[Hit]:
         query = fts_query(text)
         where, params = translate(filter)
         if query is None or limit <= 0:
@@ -659,18 +670,25 @@ class SQLiteStore(VectorStore):
 
 
     def list(
-        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+        self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
+        order: Order = "id",
     ) -> tuple[list[Record], str | None]:
         where, params = translate(filter)
-        if cursor is not None:
-            where, params = f"({where}) AND id > ?", [*params, cursor]
+        if order == "newest":
+            by = "created_at DESC, id DESC"
+            if cursor is not None:
+                where, params = f"({where}) AND (created_at, id) < (?, ?)", [*params, *cursor_key(cursor)]
+        else:
+            by = "id"
+            if cursor is not None:
+                where, params = f"({where}) AND id > ?", [*params, cursor]
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {_SELECT} FROM {self._records} WHERE {where} ORDER BY id LIMIT ?",
+                f"SELECT {_SELECT} FROM {self._records} WHERE {where} ORDER BY {by} LIMIT ?",
                 [*params, max(limit, 0) + 1],
             ).fetchall()
         page = [_record(row) for row in rows[:limit]]
-        return page, (page[-1].id if len(rows) > limit and page else None)
+        return page, (cursor_of(page[-1], order) if len(rows) > limit and page else None)
 
     def count(self, filter: Filter | None = None) -> int:
         where, params = translate(filter)

@@ -82,7 +82,8 @@ async def test_every_tool_over_stdio() -> None:
         assert [h["event"] for h in history["results"]] == ["ADD", "UPDATE"]
 
         assert await _call(session, "delete_memory", memory_id=tea) == {"deleted": tea}
-        assert await _call(session, "delete_all_memories") == {"deleted": 1}
+        deleted = await _call(session, "delete_all_memories")
+        assert deleted["deleted"] == 1 and len(deleted["ids"]) == 1
         assert (await _call(session, "list_memories"))["results"] == []
 
         missing = await session.call_tool("get_memory", {"memory_id": "nope"})

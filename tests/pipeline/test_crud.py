@@ -126,7 +126,12 @@ def test_delete_all_removes_every_memory_of_the_scope_only(make_memory: MakeMemo
     m = make_memory()
     m.add([f"fact number {i}" for i in range(1203)], user_id="many", infer=False)
     m.add("keep me", user_id="other", infer=False)
-    assert m.delete_all(user_id="many") == 1203
+    added = {m.memory: m.id for m in m.get_all(user_id="many", limit=2000).results}
+    deleted = m.delete_all(user_id="many")
+    assert deleted.count == 1203
+    assert {(e.id, e.event, e.user_id) for e in deleted.results} == {
+        (i, "DELETE", "many") for i in added.values()}
+    assert {e.old_memory for e in deleted.results} == set(added)
     assert m.get_all(user_id="many").results == []
     assert [i.memory for i in m.get_all(user_id="other").results] == ["keep me"]
 

@@ -94,7 +94,7 @@ def test_invalid_filters_raise_filter_error_and_change_nothing(make_memory: Make
 def test_delete_all_with_filters_deletes_only_matches(make_memory: MakeMemory) -> None:
     m = make_memory()
     _seed(m)
-    assert m.delete_all(user_id="u", filters={"priority": {"gte": 2}}) == 2
+    assert m.delete_all(user_id="u", filters={"priority": {"gte": 2}}).count == 2
     assert {i.memory for i in m.get_all(user_id="u").results} == {"grocery list", "birthday gift ideas"}
 
 

@@ -1,8 +1,8 @@
 """The contract every vector store keeps, run against each engine, through sync and async.
 
 ``Driver`` exposes the sync API; in async mode each call runs the store's
-``a*`` coroutine on one event loop per test, and writes go through ``aapply``
-(the only async write the interface has), so every test below covers both.
+``a*`` coroutine on one event loop per test, and batches go through the apply
+flow inside the store's async transaction, so every test below covers both.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -18,20 +19,29 @@ import pytest
 from memkit import ConfigError, VectorStoreError
 from memkit._filters import Filter, parse_filter
 from memkit._models import HistoryRecord
+from memkit._pipeline.apply import Applied, transaction
+from memkit._pipeline.runtime import atransact, transact
 from memkit._time import to_iso
-from memkit.stores.base import HistoryLike, Hit, Record, Vector, VectorStore, WriteBatch
+from memkit.history.base import HistoryStore
+from memkit.stores.base import Hit, Order, Record, Vector, VectorStore, WriteBatch
 from tests.stores.conftest import Stores
 
 DIM = 8
 MODEL = "contract-model"
 
 
-class RecordingHistory(HistoryLike):
+class RecordingHistory(HistoryStore):
     def __init__(self) -> None:
         self.rows: list[HistoryRecord] = []
 
     def add(self, records: Sequence[HistoryRecord]) -> None:
         self.rows.extend(records)
+
+    def get(self, memory_id: str) -> list[HistoryRecord]:
+        return [r for r in self.rows if r.memory_id == memory_id]
+
+    def reset(self) -> None:
+        self.rows.clear()
 
 
 class Driver:
@@ -46,11 +56,6 @@ class Driver:
             return getattr(self.store, name)(*args, **kwargs)
         return self.loop.run_until_complete(getattr(self.store, "a" + name)(*args, **kwargs))
 
-    def _write(self, batch: WriteBatch, sync_call: Any) -> None:
-        if self.loop is None:
-            sync_call()
-        else:
-            self.loop.run_until_complete(self.store.aapply(batch, RecordingHistory()))
 
     def open(self, dimension: int = DIM, model: str = MODEL) -> None:
         self._call("open", dimension, model)
@@ -62,13 +67,13 @@ class Driver:
         self._call("reset")
 
     def insert(self, records: Sequence[Record]) -> None:
-        self._write(WriteBatch(adds=list(records)), lambda: self.store.insert(records))
+        self._call("insert", records)
 
     def update(self, record: Record) -> None:
-        self._write(WriteBatch(updates=[record]), lambda: self.store.update(record))
+        self._call("update", [record])
 
     def delete(self, ids: Sequence[str]) -> None:
-        self._write(WriteBatch(deletes=list(ids)), lambda: self.store.delete(ids))
+        self._call("delete", ids)
 
     def get(self, id: str) -> Record | None:
         result: Record | None = self._call("get", id)
@@ -83,10 +88,11 @@ class Driver:
         return hits
 
     def list(
-        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None
+        self, filter: Filter | None = None, *, limit: int = 100, cursor: str | None = None,
+        order: Order = "id",
     ) -> tuple[list[Record], str | None]:
         page: tuple[list[Record], str | None] = self._call(
-            "list", filter, limit=limit, cursor=cursor
+            "list", filter, limit=limit, cursor=cursor, order=order
         )
         return page
 
@@ -94,9 +100,14 @@ class Driver:
         n: int = self._call("count", filter)
         return n
 
-    def apply(self, batch: WriteBatch, history: HistoryLike) -> set[str]:
-        skipped: set[str] = self._call("apply", batch, history)
-        return skipped
+    def apply(self, batch: WriteBatch, history: HistoryStore) -> set[str]:
+        """The skipped adds of ``batch`` run through the apply flow in a transaction."""
+        effect = transaction(batch)
+        if self.loop is None:
+            applied: Applied = transact(self.store, history, effect)
+        else:
+            applied = self.loop.run_until_complete(atransact(self.store, history, effect))
+        return set(applied.winners)
 
     def list_all(self, filter: Filter | None = None, page_size: int = 1000) -> list[Record]:
         out: list[Record] = []
@@ -313,6 +324,28 @@ def test_list_paginates_in_ascending_id_order_without_gaps(s: Driver, page_size:
     assert pages == -(-120 // page_size)
     even = ids(s.list_all(f({"even": True}), page_size=page_size))
     assert even == [i for i in all_ids if int(i[-1]) % 2 == 0]
+
+
+@pytest.mark.parametrize("page_size", [1, 3, 1000])
+def test_list_newest_first_pages_by_creation_time_then_id(s: Driver, page_size: int) -> None:
+    days = [3, 1, 2, 2, 5, 1, 4, 2]
+    records = [replace(rec(f"n{i}", user_id="alice" if i % 3 else "bob"),
+                       created_at=to_iso(f"2024-05-0{day}T08:00:00+00:00"))
+               for i, day in enumerate(days)]
+    s.insert(records)
+    expected = [r.id for r in sorted(records, key=lambda r: (r.created_at, r.id), reverse=True)]
+    for scope, wanted in ((None, expected),
+                          (f({"user_id": "alice"}),
+                           [i for i in expected if int(i[1:]) % 3])):
+        seen: list[str] = []
+        cursor: str | None = None
+        while True:
+            page, cursor = s.list(scope, limit=page_size, cursor=cursor, order="newest")
+            assert len(page) <= page_size
+            seen.extend(ids(page))
+            if cursor is None:
+                break
+        assert seen == wanted
 
 
 def test_count_with_and_without_filter(s: Driver) -> None:

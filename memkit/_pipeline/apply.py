@@ -1,0 +1,86 @@
+"""The one write path: a batch applied inside the store's transaction.
+
+Duplicate detection lives here, once for every store: an add whose hash the
+scope already holds (or that an earlier add of the batch holds) is skipped,
+and the memory that won is reported, so concurrent adds of one fact leave one
+memory. The reads and writes below run in one transaction of the store
+(:meth:`memkit.stores.base.VectorStore.transaction`), the history rows too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from memkit._filters import Filter
+from memkit._pipeline.effects import (
+    AppendHistory,
+    Delete,
+    Flow,
+    Insert,
+    ListRecords,
+    Transaction,
+    Update,
+    WriteFlow,
+)
+from memkit.stores.base import Record, WriteBatch, hash_filter
+
+_PAGE = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What a batch did: ``winners`` maps each skipped add's id to the memory that won."""
+
+    winners: dict[str, Record] = field(default_factory=dict)
+
+
+def apply(batch: WriteBatch) -> Flow[Applied]:
+    """Apply ``batch`` in one transaction keyed by its scope."""
+    if not (batch.adds or batch.updates or batch.deletes or batch.history):
+        return Applied()
+    applied: Applied = yield transaction(batch)
+    return applied
+
+
+def transaction(batch: WriteBatch) -> Transaction:
+    """The effect that applies ``batch``."""
+    key = "" if batch.dedup_scope is None else batch.dedup_scope.model_dump_json()
+    return Transaction(key, apply_flow(batch))
+
+
+def apply_flow(batch: WriteBatch) -> WriteFlow[Applied]:
+    winners: dict[str, Record] = {}
+    if batch.adds:
+        held: dict[str, Record] = {}
+        for record in (yield from scan(hash_filter(batch.dedup_scope,
+                                                   sorted({r.hash for r in batch.adds})))):
+            held.setdefault(record.hash, record)
+        for record in batch.adds:
+            if record.hash in held:
+                winners[record.id] = held[record.hash]
+            else:
+                held[record.hash] = record
+    adds = tuple(r for r in batch.adds if r.id not in winners)
+    if adds:
+        yield Insert(adds)
+    if batch.updates:
+        yield Update(tuple(batch.updates))
+    if batch.deletes:
+        yield Delete(tuple(batch.deletes))
+    rows = tuple(h for h in batch.history if h.memory_id not in winners)
+    if rows:
+        yield AppendHistory(rows)
+    return Applied(winners)
+
+
+def scan(filter: Filter | None) -> Generator[ListRecords, Any, list[Record]]:
+    """Every record matching ``filter``, in id order."""
+    records: list[Record] = []
+    cursor: str | None = None
+    while True:
+        page, cursor = yield ListRecords(filter, _PAGE, cursor)
+        records.extend(page)
+        if cursor is None:
+            return records
