@@ -1,0 +1,240 @@
+"""The REST API's routes, at module level; the app (memkit.server._app) supplies the
+memory and the change feed through ``app.state``."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from memkit import (
+    AddResult,
+    AsyncMemory,
+    FilterError,
+    HistoryRecord,
+    MemoryEvent,
+    MemoryItem,
+    NotFoundError,
+    SearchResult,
+)
+from memkit._net import is_loopback
+from memkit.server._auth import LOCAL_GRANT, Grant, ScopeForbidden, find_grant, scope_for
+from memkit.server._errors import ERROR_RESPONSES, AuthError
+from memkit.server._events import Broadcaster, ChangeEvent
+from memkit.server._schemas import (
+    AddBody,
+    Deleted,
+    MemoryPage,
+    SearchBody,
+    SearchMode,
+    UpdateBody,
+)
+
+router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES)
+_CHANGES = {"ADD": "memory_created", "UPDATE": "memory_updated", "DELETE": "memory_deleted"}
+
+
+def _filters_param(raw: str | None) -> dict[str, Any] | None:
+    """The ``filters`` query parameter: a JSON object."""
+    if raw is None or raw == "":
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise FilterError(f"filters must be a JSON object: {exc}") from None
+    if not isinstance(value, dict):
+        raise FilterError("filters must be a JSON object")
+    return value
+
+
+def _item_scope(item: MemoryItem | MemoryEvent | HistoryRecord) -> dict[str, str | None]:
+    return {"user_id": item.user_id, "agent_id": item.agent_id, "run_id": item.run_id}
+
+
+_bearer = HTTPBearer(auto_error=False)
+
+
+async def authenticate(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Grant:
+    """The grant of the request's bearer key (401 without a known one)."""
+    keys: dict[str, Grant] = request.app.state.api_keys
+    if not keys:
+        client = request.client.host if request.client else None
+        if not is_loopback(client):
+            raise AuthError(401, "this server has no API keys configured and only "
+                                 "accepts requests from its own machine")
+        return LOCAL_GRANT
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise AuthError(401, "missing API key: send 'Authorization: Bearer <key>'")
+    grant = find_grant(keys, credentials.credentials)
+    if grant is None:
+        raise AuthError(401, "unknown API key")
+    return grant
+
+
+Auth = Annotated[Grant, Depends(authenticate)]
+
+
+def _memory(request: Request) -> AsyncMemory:
+    memory: AsyncMemory = request.app.state.memory
+    return memory
+
+
+def _feed(request: Request) -> Broadcaster:
+    feed: Broadcaster = request.app.state.events
+    return feed
+
+
+Mem = Annotated[AsyncMemory, Depends(_memory)]
+Feed = Annotated[Broadcaster, Depends(_feed)]
+
+
+async def visible(mem: AsyncMemory, grant: Grant, memory_id: str) -> MemoryItem:
+    item = await mem.get(memory_id)
+    if item is None:
+        raise NotFoundError(f"no memory with id {memory_id!r}")
+    if not grant.can_see(_item_scope(item)):
+        raise ScopeForbidden("this memory is outside the API key's scope")
+    return item
+
+
+@router.post("/memories/", response_model=AddResult, summary="Add memories")
+async def add_memories(body: AddBody, grant: Auth, mem: Mem, feed: Feed) -> AddResult:
+    """Remember a conversation; with ``infer`` the LLM curates it into facts."""
+    scope = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
+    messages: Any = (body.messages if isinstance(body.messages, str)
+                     else [m.model_dump(exclude_none=True) for m in body.messages])
+    result = await mem.add(messages, **scope, metadata=body.metadata, infer=body.infer,
+                           timestamp=body.timestamp, prompt=body.prompt, filters=body.filters)
+    events = []
+    for ev in result.results:
+        if ev.event == "ADD":
+            events.append(ChangeEvent.of("memory_created", ev.id, scope, memory=ev.memory))
+        elif ev.event == "UPDATE":
+            item = await mem.get(ev.id)
+            where = _item_scope(item) if item else scope
+            events.append(ChangeEvent.of("memory_updated", ev.id, where, memory=ev.memory))
+        elif ev.event == "DELETE":
+            rows = await mem.history(ev.id)
+            where = _item_scope(rows[-1]) if rows else scope
+            events.append(ChangeEvent.of("memory_deleted", ev.id, where))
+    feed.publish(events)
+    return result
+
+@router.get("/memories/", response_model=MemoryPage, summary="List a scope's memories")
+async def list_memories(
+    grant: Auth, mem: Mem,
+    user_id: Annotated[str | None, Query(min_length=1)] = None,
+    agent_id: Annotated[str | None, Query(min_length=1)] = None,
+    run_id: Annotated[str | None, Query(min_length=1)] = None,
+    filters: Annotated[str | None, Query(description="A filter as a JSON object")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> MemoryPage:
+    """Newest first, ``limit`` at a time from ``offset``."""
+    scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    found = await mem.get_all(**scope, filters=_filters_param(filters),
+                              limit=offset + limit + 1)
+    page = found.results[offset:offset + limit]
+    more = len(found.results) > offset + limit
+    return MemoryPage(results=page, offset=offset, limit=limit,
+                      next_offset=offset + limit if more else None)
+
+@router.delete("/memories/", response_model=Deleted, summary="Delete a scope's memories")
+async def delete_all_memories(
+    grant: Auth, mem: Mem, feed: Feed,
+    user_id: Annotated[str | None, Query(min_length=1)] = None,
+    agent_id: Annotated[str | None, Query(min_length=1)] = None,
+    run_id: Annotated[str | None, Query(min_length=1)] = None,
+    filters: Annotated[str | None, Query(description="A filter as a JSON object")] = None,
+) -> Deleted:
+    scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    parsed = _filters_param(filters)
+    deleted = await mem.delete_all(**scope, filters=parsed)
+    feed.publish(ChangeEvent.of("memory_deleted", e.id, _item_scope(e)) for e in deleted.results)
+    return Deleted(deleted=deleted.count)
+
+@router.get("/memories/search/", response_model=SearchResult, summary="Search (query string)")
+async def search_get(
+    grant: Auth, mem: Mem,
+    q: Annotated[str, Query(description="What to look for")],
+    user_id: Annotated[str | None, Query(min_length=1)] = None,
+    agent_id: Annotated[str | None, Query(min_length=1)] = None,
+    run_id: Annotated[str | None, Query(min_length=1)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    threshold: Annotated[float | None, Query(ge=0, le=1)] = None,
+    mode: SearchMode | None = None,
+    filters: Annotated[str | None, Query(description="A filter as a JSON object")] = None,
+) -> SearchResult:
+    body = SearchBody(query=q, user_id=user_id, agent_id=agent_id, run_id=run_id,
+                      limit=limit, threshold=threshold, mode=mode,
+                      filters=_filters_param(filters))
+    return await search_post(body, grant, mem)
+
+@router.post("/memories/search/", response_model=SearchResult, summary="Search (with filters)")
+async def search_post(body: SearchBody, grant: Auth, mem: Mem) -> SearchResult:
+    """The scope's memories most relevant to ``query``, best first."""
+    scope = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
+    return await mem.search(body.query, **scope, limit=body.limit, filters=body.filters,
+                            threshold=body.threshold, mode=body.mode)
+
+@router.get("/memories/{memory_id}/", response_model=MemoryItem, summary="Get a memory")
+async def get_memory(memory_id: str, grant: Auth, mem: Mem) -> MemoryItem:
+    return await visible(mem, grant, memory_id)
+
+@router.put("/memories/{memory_id}/", response_model=MemoryItem, summary="Update a memory")
+async def update_memory(memory_id: str, body: UpdateBody, grant: Auth, mem: Mem, feed: Feed) -> MemoryItem:
+    await visible(mem, grant, memory_id)
+    item = await mem.update(memory_id, body.text, metadata=body.metadata)
+    feed.publish([ChangeEvent.of("memory_updated", item.id, _item_scope(item),
+                              memory=item.memory)])
+    return item
+
+@router.delete("/memories/{memory_id}/", response_model=Deleted, summary="Delete a memory")
+async def delete_memory(memory_id: str, grant: Auth, mem: Mem, feed: Feed) -> Deleted:
+    item = await visible(mem, grant, memory_id)
+    await mem.delete(memory_id)
+    feed.publish([ChangeEvent.of("memory_deleted", item.id, _item_scope(item))])
+    return Deleted(deleted=1)
+
+@router.get("/memories/{memory_id}/history/", response_model=list[HistoryRecord],
+            summary="A memory's history")
+async def memory_history(memory_id: str, grant: Auth, mem: Mem) -> list[HistoryRecord]:
+    """Every change, oldest first; still readable after the memory is deleted."""
+    rows = await mem.history(memory_id)
+    item = await mem.get(memory_id)
+    scope = _item_scope(item) if item else (_item_scope(rows[-1]) if rows else None)
+    if scope is None:
+        raise NotFoundError(f"no memory with id {memory_id!r}")
+    if not grant.can_see(scope):
+        raise ScopeForbidden("this memory is outside the API key's scope")
+    return rows
+
+@router.post("/reset/", summary="Delete every memory and all history (admin keys only)")
+async def reset(grant: Auth, mem: Mem) -> dict[str, bool]:
+    if not grant.admin:
+        raise ScopeForbidden("only an admin API key may reset the store")
+    await mem.reset()
+    return {"reset": True}
+
+@router.get("/events", summary="Change feed (Server-Sent Events)",
+            response_class=StreamingResponse,
+            responses={200: {"content": {"text/event-stream": {}},
+                             "description": "memory_created / memory_updated / "
+                                            "memory_deleted events"}})
+async def events(
+    grant: Auth, feed: Feed,
+    user_id: Annotated[str | None, Query(min_length=1)] = None,
+    agent_id: Annotated[str | None, Query(min_length=1)] = None,
+    run_id: Annotated[str | None, Query(min_length=1)] = None,
+) -> StreamingResponse:
+    """Each change the key may see (optionally narrowed to a scope), as it happens."""
+    scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    narrow = {k: v for k, v in scope.items() if v is not None}
+    return StreamingResponse(feed.stream(grant, narrow), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
