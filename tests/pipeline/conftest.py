@@ -12,6 +12,7 @@ import pytest
 
 from memkit import AsyncMemory, Memory
 from memkit.embeddings.base import Embedder
+from memkit.history.sqlite import SQLiteHistory
 from memkit.llms.base import LLM
 from memkit.stores.base import VectorStore
 from memkit.testing import HashEmbedder, ScriptedLLM
@@ -74,11 +75,17 @@ def make_memory(
         cls = Memory if shell == "sync" else AsyncMemory
         if store is None:
             store = FACTORIES[store_name](tmp_path_factory, f"pipeline{count}")
+        history = None
+        if not hasattr(store, "history") and "history" not in (config or {}):
+            # Its own history file, not the user's ~/.memkit/history.db.
+            path = tmp_path_factory.mktemp("history") / "history.db"
+            history = SQLiteHistory(str(path))
         memory = cls(
             config,
             llm=llm if llm is not None else ScriptedLLM(),
             embedder=embedder if embedder is not None else HashEmbedder(),
             vector_store=store,
+            history=history,
         )
         wrapped = Shell(memory, loop)
         made.append(wrapped)
