@@ -12,7 +12,7 @@ from memkit._errors import ConfigError
 from memkit._filters import all_of, parse_filter
 from memkit._imports import load_object
 from memkit._models import AddResult, HistoryRecord, MemoryItem, SearchResult
-from memkit._pipeline.add import AddRequest, add_flow
+from memkit._pipeline.add import AddRequest, OnError, add_flow
 from memkit._pipeline.crud import (
     SearchMode,
     SearchSettings,
@@ -26,7 +26,15 @@ from memkit._pipeline.crud import (
     update_flow,
 )
 from memkit._pipeline.effects import Flow
-from memkit._pipeline.inputs import Scope, limit_of, messages_of, metadata_of, timestamp_of
+from memkit._pipeline.inputs import (
+    Scope,
+    limit_of,
+    messages_of,
+    metadata_of,
+    on_error_of,
+    text_of,
+    timestamp_of,
+)
 from memkit._pipeline.runtime import Runtime
 from memkit._time import to_iso, utcnow
 from memkit.embeddings import PROVIDERS as EMBEDDERS
@@ -126,22 +134,26 @@ def _add(
     prompt: str | None = None,
     infer: bool = True,
     timestamp: Timestamp | None = None,
+    on_error: OnError | None = None,
 ) -> Flow[AddResult]:
     """Remember a conversation. With ``infer=True`` an LLM extracts facts and decides,
     against what the scope already holds, whether to ADD, UPDATE, DELETE or do nothing;
-    with ``infer=False`` each message is stored as it is."""
+    with ``infer=False`` each message is stored as it is. ``on_error="degrade"`` (default:
+    the config's ``on_error``, "raise") reports LLM and embedding failures in
+    ``AddResult.errors`` and stores what it can, instead of raising."""
     prompts = self.config.custom_prompts
     request = AddRequest(
         messages=messages_of(messages),
         scope=Scope.of(user_id, agent_id, run_id),
         metadata=metadata_of(metadata),
         filters=parse_filter(filters),
-        prompt=prompt,
+        prompt=None if prompt is None else text_of(prompt, "prompt"),
         infer=bool(infer),
         timestamp=timestamp_of(timestamp if timestamp is not None else utcnow()),
         extraction_prompt=prompts.fact_extraction,
         decision_prompt=prompts.update_decision,
         candidates_per_fact=self.config.candidates_per_fact,
+        on_error=on_error_of(on_error if on_error is not None else self.config.on_error),
     )
     return add_flow(request)
 

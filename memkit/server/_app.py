@@ -124,8 +124,8 @@ def _filters_param(raw: str | None) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise FilterError(f"filters must be a JSON object: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep to decode
+        raise FilterError(f"filters must be a JSON object: {exc}"[:300]) from None
     if not isinstance(value, dict):
         raise FilterError("filters must be a JSON object")
     return value
@@ -218,8 +218,10 @@ def create_app(
         scope = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
         messages: Any = (body.messages if isinstance(body.messages, str)
                          else [m.model_dump(exclude_none=True) for m in body.messages])
-        result = await mem.add(messages, **scope, metadata=body.metadata, infer=body.infer,
-                               timestamp=body.timestamp, prompt=body.prompt, filters=body.filters)
+        result = await mem.add(messages, user_id=scope["user_id"], agent_id=scope["agent_id"],
+                               run_id=scope["run_id"], metadata=body.metadata, infer=body.infer,
+                               timestamp=body.timestamp, prompt=body.prompt, filters=body.filters,
+                               on_error=body.on_error)
         events = []
         for ev in result.results:
             if ev.event == "ADD":

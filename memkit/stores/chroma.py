@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
+import time
 from collections.abc import Generator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, TypeVar
@@ -51,6 +52,16 @@ from memkit.stores._driven import DrivenStore
 from memkit.stores.base import Hit, Record, Vector, cosine_to_score
 
 T = TypeVar("T")
+
+# A server sometimes answers a read of a freshly written collection with this
+# (chroma-core/chroma#4212) until its segment is flushed; it passes in moments.
+_NOT_FLUSHED = "Nothing found on disk"
+_READS = frozenset({"query", "get", "count"})
+_READ_WAITS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+
+
+def _unflushed(name: str, exc: Exception) -> bool:
+    return name in _READS and _NOT_FLUSHED in str(exc)
 Call = tuple[str, dict[str, Any]]
 Op = Generator[Call, Any, T]
 Where = dict[str, Any]
@@ -323,12 +334,16 @@ class ChromaStore(DrivenStore):
         try:
             while True:
                 name, kwargs = op.send(result)
-                try:
-                    result = getattr(self._collection, name)(**kwargs)
-                except MemkitError:
-                    raise
-                except Exception as exc:
-                    raise VectorStoreError(f"chroma {name} failed: {exc}") from exc
+                for wait in (*_READ_WAITS, None):
+                    try:
+                        result = getattr(self._collection, name)(**kwargs)
+                        break
+                    except MemkitError:
+                        raise
+                    except Exception as exc:
+                        if wait is None or not _unflushed(name, exc):
+                            raise VectorStoreError(f"chroma {name} failed: {exc}") from exc
+                    time.sleep(wait)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
 
@@ -344,10 +359,14 @@ class ChromaStore(DrivenStore):
         try:
             while True:
                 name, kwargs = op.send(result)
-                try:
-                    result = await getattr(self._acollection, name)(**kwargs)
-                except Exception as exc:
-                    raise VectorStoreError(f"chroma {name} failed: {exc}") from exc
+                for wait in (*_READ_WAITS, None):
+                    try:
+                        result = await getattr(self._acollection, name)(**kwargs)
+                        break
+                    except Exception as exc:
+                        if wait is None or not _unflushed(name, exc):
+                            raise VectorStoreError(f"chroma {name} failed: {exc}") from exc
+                    await asyncio.sleep(wait)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
 
