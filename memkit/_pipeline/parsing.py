@@ -1,55 +1,82 @@
-"""Tolerant parsing of LLM answers into facts and operations, validated with pydantic."""
+"""Tolerant, bounded parsing of LLM answers into facts and operations.
+
+An answer is read in time linear in its length whatever it holds: it is
+capped at :data:`MAX_ANSWER_CHARS`, code fences and ``<think>`` blocks are
+found by plain scanning, bracketed spans are found in one pass, and only spans
+nested at most :data:`MAX_NESTING` deep, with integers of at most
+:data:`MAX_INT_DIGITS` digits, are decoded. Anything else is a
+:class:`ParseError`, which the add pipeline reports.
+"""
 
 from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+MAX_ANSWER_CHARS = 256_000
+MAX_NESTING = 16
+MAX_INT_DIGITS = 64
+# Spans decoded per answer: each decode is linear in its span, and this caps their sum.
+_DECODE_BUDGET_FACTOR = 4
+
+_TRAILING_COMMA = re.compile(r",[ \t\r\n]*([}\]])")
+_LONG_DIGITS = re.compile(rf"\d{{{MAX_INT_DIGITS + 1}}}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class ParseError(ValueError):
     """The answer holds no JSON of the expected shape."""
 
 
+def clean(text: str) -> str:
+    """An LLM's string made storable: lone surrogates become U+FFFD, NUL bytes go."""
+    return _SURROGATE.sub("\ufffd", text).replace("\x00", "")
+
+
+def _without_think(text: str) -> str:
+    lowered = text.lower()
+    if "<think>" not in lowered:
+        return text
+    out: list[str] = []
+    position = 0
+    while True:
+        start = lowered.find("<think>", position)
+        if start < 0:
+            break
+        end = lowered.find("</think>", start)
+        if end < 0:
+            break
+        out.append(text[position:start])
+        position = end + len("</think>")
+    out.append(text[position:])
+    return "".join(out)
+
+
 def _candidates(text: str) -> list[str]:
-    text = _THINK.sub("", text)
-    found = [m.group(1) for m in _FENCE.finditer(text)]
+    """The contents of code fences (language tag dropped), then the whole text."""
+    text = _without_think(text)
+    parts = text.split("```")
+    found = []
+    for inside in parts[1:-1:2]:
+        first, newline, rest = inside.partition("\n")
+        tag_only = newline and re.fullmatch(r"[A-Za-z0-9_-]*\s*", first)
+        found.append(rest if tag_only else inside)
     found.append(text)
     return found
 
 
-def _decode_first(text: str) -> Any:
-    decoder = json.JSONDecoder()
+def _spans(text: str) -> list[tuple[int, int]]:
+    """Balanced ``[...]``/``{...}`` spans (quotes respected) at most MAX_NESTING deep,
+    outermost first, in one pass."""
+    stack: list[list[int]] = []  # [start, deepest nesting inside]
+    spans: list[tuple[int, int, int]] = []  # (level, start, end)
+    quote, escaped, previous = "", False, ""
     for index, char in enumerate(text):
-        if char not in "[{":
-            continue
-        for variant in (text[index:], _TRAILING_COMMA.sub(r"\1", text[index:])):
-            try:
-                value, _ = decoder.raw_decode(variant)
-                return value
-            except json.JSONDecodeError:
-                pass
-        literal = _balanced(text, index)
-        if literal is not None:
-            try:
-                return ast.literal_eval(_TRAILING_COMMA.sub(r"\1", literal))
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                pass
-    raise ParseError("no JSON value found")
-
-
-def _balanced(text: str, start: int) -> str | None:
-    """The bracketed span starting at ``start`` (quotes respected), for Python-literal answers."""
-    depth, quote, escaped = 0, "", False
-    for index in range(start, min(len(text), start + 200_000)):
-        char = text[index]
         if quote:
             if escaped:
                 escaped = False
@@ -57,20 +84,78 @@ def _balanced(text: str, start: int) -> str | None:
                 escaped = True
             elif char == quote:
                 quote = ""
-        elif char in "\"'":
-            quote = char
         elif char in "[{":
-            depth += 1
+            stack.append([index, 1])
         elif char in "]}":
-            depth -= 1
-            if depth == 0:
-                return text[start : index + 1]
-    return None
+            if not stack:
+                continue
+            start, nesting = stack.pop()
+            if nesting <= MAX_NESTING:
+                spans.append((len(stack), start, index + 1))
+            if stack:
+                stack[-1][1] = max(stack[-1][1], nesting + 1)
+        elif stack and (char == '"' or (char == "'" and previous in "[{,:")):
+            quote = char  # an apostrophe only where a Python string could start
+        if not char.isspace():
+            previous = char
+    spans.sort()
+    return [(start, end) for _, start, end in spans]
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise ParseError(f"an integer of {len(digits)} digits")
+    return int(digits)
+
+
+def _finite_float(digits: str) -> float:
+    value = float(digits)
+    if not math.isfinite(value):
+        raise ParseError(f"a number out of range: {digits[:20]}")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ParseError(f"{name} is not a JSON number")
+
+
+_NOTHING: Any = object()
+
+
+def _decoded(span: str) -> Any:
+    """The JSON (or Python-literal) value of a span, or _NOTHING."""
+    for variant in (span, _TRAILING_COMMA.sub(r"\1", span)):
+        try:
+            return json.loads(variant, parse_int=_bounded_int, parse_float=_finite_float,
+                              parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            pass
+    if _LONG_DIGITS.search(span) is not None:
+        return _NOTHING
+    try:
+        return ast.literal_eval(_TRAILING_COMMA.sub(r"\1", span))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _NOTHING
+
+
+def _decode_first(text: str) -> Any:
+    budget = _DECODE_BUDGET_FACTOR * len(text)
+    for start, end in _spans(text):
+        budget -= end - start
+        if budget < 0:
+            break
+        value = _decoded(text[start:end])
+        if value is not _NOTHING:
+            return value
+    raise ParseError("no JSON value found")
 
 
 def load_json(text: str) -> Any:
     if not isinstance(text, str) or not text.strip():
         raise ParseError("the answer is empty")
+    if len(text) > MAX_ANSWER_CHARS:
+        raise ParseError(f"the answer has {len(text)} characters, over the limit of "
+                         f"{MAX_ANSWER_CHARS}")
     last: ParseError | None = None
     for candidate in _candidates(text):
         try:
@@ -84,6 +169,8 @@ def _unwrap(value: Any, keys: tuple[str, ...], what: str) -> list[Any]:
     if isinstance(value, dict):
         for key in keys:
             if key in value:
+                if value[key] is None:
+                    raise ParseError(f"{key!r} is null; expected a list of {what}")
                 value = value[key]
                 break
         else:
@@ -91,8 +178,6 @@ def _unwrap(value: Any, keys: tuple[str, ...], what: str) -> list[Any]:
                 value = next(iter(value.values()))
             else:
                 raise ParseError(f"expected a list of {what} or an object with one of {keys}")
-    if value is None:
-        return []
     if not isinstance(value, list):
         raise ParseError(f"expected a list of {what}, got {type(value).__name__}")
     return value
@@ -109,8 +194,8 @@ class _Facts(BaseModel):
             if isinstance(item, dict):
                 item = next((item[k] for k in ("fact", "text", "memory", "data") if k in item), None)
             if not isinstance(item, str):
-                raise ValueError(f"a fact must be a string, got {item!r}")
-            item = item.strip()
+                raise ValueError(f"a fact must be a string, got {item!r}"[:200])
+            item = clean(item).strip()
             if item and item not in out:
                 out.append(item)
         return out
@@ -126,7 +211,8 @@ def parse_facts(text: str) -> list[str]:
 
 
 class Decision(BaseModel):
-    """One operation the LLM asked for; ``id`` is a label shown to it."""
+    """One operation the LLM asked for; ``id`` is a label shown to it, ``old_memory``
+    the text it believes that label holds (cross-checked before an UPDATE or DELETE)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -147,7 +233,12 @@ class Decision(BaseModel):
             return str(value)
         if isinstance(value, int):
             return str(value)
-        return value.strip() if isinstance(value, str) else value
+        return clean(value).strip() if isinstance(value, str) else value
+
+    @field_validator("text", "old_memory", mode="before")
+    @classmethod
+    def _clean(cls, value: Any) -> Any:
+        return clean(value) if isinstance(value, str) else value
 
 
 def parse_decisions(text: str) -> list[dict[str, Any] | Decision]:
@@ -163,5 +254,20 @@ def parse_decisions(text: str) -> list[dict[str, Any] | Decision]:
         try:
             out.append(Decision.model_validate(item))
         except ValidationError:
-            out.append(item if isinstance(item, dict) else {"value": item})
+            out.append(_storable(item) if isinstance(item, dict) else {"value": _storable(item)})
     return out
+
+
+def _storable(value: Any) -> Any:
+    """A raw operation, fit to be reported: strings cleaned, keys made strings."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean(str(k)): _storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [_storable(v) for v in value]
+    if isinstance(value, bytes | complex) or (
+        isinstance(value, float) and not math.isfinite(value)
+    ):
+        return repr(value)
+    return value

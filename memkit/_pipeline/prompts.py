@@ -19,17 +19,19 @@ assistant says that the user did not confirm.
 - Nothing worth remembering: an empty list.
 Answer with JSON only: {{"facts": ["...", "..."]}}"""
 
+# Sent as it is (never formatted), so its braces are single.
 UPDATE_DECISION = """\
 You maintain a long-term memory. Compare each new fact with the existing memories and \
 choose one operation per fact:
-- ADD: new information. {{"event": "ADD", "text": "<fact>"}}
+- ADD: new information. {"event": "ADD", "text": "<fact>"}
 - UPDATE: refines, corrects or contradicts an existing memory; merge into one text. \
-{{"event": "UPDATE", "id": "<existing id>", "text": "<merged text>", "old_memory": "<its old text>"}}
+{"event": "UPDATE", "id": "<existing id>", "text": "<merged text>", "old_memory": "<its old text>"}
 - DELETE: the fact says an existing memory is no longer true. \
-{{"event": "DELETE", "id": "<existing id>"}}
-- NONE: already known. {{"event": "NONE", "id": "<existing id>"}}
-Use only ids from the existing memories. Answer with JSON only: {{"memory": [...]}}"""
+{"event": "DELETE", "id": "<existing id>", "old_memory": "<its text>"}
+- NONE: already known. {"event": "NONE", "id": "<existing id>"}
+Use only ids from the existing memories. Answer with JSON only: {"memory": [...]}"""
 
+REPAIR_ECHO_CHARS = 4_000
 REPAIR = """\
 Your previous answer was not valid JSON of the requested shape ({problem}). \
 Answer again with the same content as valid JSON only, no prose, no code fences."""
@@ -95,6 +97,8 @@ def decision_messages(
 
 
 def repair_messages(previous: Sequence[Message], answer: str, problem: str) -> list[Message]:
+    if len(answer) > REPAIR_ECHO_CHARS:  # echo the start of an oversized answer, not all of it
+        answer = answer[:REPAIR_ECHO_CHARS] + " [...]"
     return [
         *previous,
         {"role": "assistant", "content": answer},

@@ -8,8 +8,12 @@ from typing import Any
 from memkit import _guard
 from memkit._errors import EmbeddingError
 from memkit._imports import import_litellm
-from memkit._retry import async_retrying, describe, retrying
+from memkit._retry import async_retrying, failure, retrying
 from memkit.embeddings.base import Embedder, Matrix, normalise
+
+KEY_FIX = ("Configure a key for the model (its provider's environment variable, such as "
+           "OPENAI_API_KEY, or embedder.config.api_key), or use the offline local embedder "
+           '(embedder provider "local").')
 
 KNOWN_DIMENSIONS = {
     "text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
@@ -74,7 +78,7 @@ class LiteLLMEmbedder(Embedder):
         except EmbeddingError:
             raise
         except Exception as exc:
-            raise EmbeddingError(f"embedding with {self.model_name!r} failed: {describe(exc)}") from exc
+            raise EmbeddingError(failure(f"embedding with {self.model_name!r}", exc, KEY_FIX)) from exc
         return normalise(rows, len(texts), self._dimension)
 
     async def aembed(self, texts: Sequence[str]) -> Matrix:
@@ -90,7 +94,7 @@ class LiteLLMEmbedder(Embedder):
         except EmbeddingError:
             raise
         except Exception as exc:
-            raise EmbeddingError(f"embedding with {self.model_name!r} failed: {describe(exc)}") from exc
+            raise EmbeddingError(failure(f"embedding with {self.model_name!r}", exc, KEY_FIX)) from exc
         return normalise(rows, len(texts), self._dimension)
 
 

@@ -41,6 +41,10 @@ class SQLiteConnection:
     ``write()`` opens ``BEGIN IMMEDIATE`` (taking the file's write lock, so other
     processes wait rather than fail) and ``read()`` a snapshot; both nest, so an
     outer transaction covers every statement made inside it.
+
+    ``snapshot()`` reads without the lock: on a file (WAL mode) each thread gets a
+    read-only connection of its own, so a slow read never holds up other requests.
+    Inside this thread's open transaction, and for ``:memory:``, it is ``read()``.
     """
 
     def __init__(self, path: str) -> None:
@@ -59,6 +63,11 @@ class SQLiteConnection:
             self.conn.execute("PRAGMA synchronous = NORMAL")
         self.conn.execute("PRAGMA foreign_keys = ON")
         self.closed = False
+        self._owner: int | None = None  # the thread inside the shared connection's transaction
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self.functions: dict[str, tuple[int, Any]] = {}
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -79,13 +88,49 @@ class SQLiteConnection:
                 yield self.conn
                 return
             self.conn.execute(begin)
+            self._owner = threading.get_ident()
             try:
                 yield self.conn
             except BaseException:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
                 raise
+            finally:
+                self._owner = None
             self.conn.execute("COMMIT")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        if self.path == ":memory:" or self._owner == threading.get_ident():
+            with self.read() as conn:
+                yield conn
+            return
+        if self.closed:
+            raise sqlite3.ProgrammingError(f"the connection to {self.path} is closed")
+        conn = self._reader()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+
+    def _reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        with self._readers_lock:  # not self.lock: a writer may hold that for long
+            if self.closed:
+                raise sqlite3.ProgrammingError(f"the connection to {self.path} is closed")
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+            conn.execute("PRAGMA query_only = ON")
+            for name, (arity, function) in self.functions.items():
+                conn.create_function(name, arity, function, deterministic=True)
+            self._readers.append(conn)
+        self._local.conn = conn
+        return conn
 
     def data_version(self) -> int:
         """Changes whenever another connection commits to the file."""
@@ -93,11 +138,21 @@ class SQLiteConnection:
             row = self.conn.execute("PRAGMA data_version").fetchone()
             return int(row[0])
 
+    def create_function(self, name: str, arity: int, function: Any) -> None:
+        """Register a deterministic SQL function on every connection, present and future."""
+        with self.lock, self._readers_lock:
+            self.functions[name] = (arity, function)
+            for conn in [self.conn, *self._readers]:
+                conn.create_function(name, arity, function, deterministic=True)
+
     def close(self) -> None:
-        with self.lock:
+        with self.lock, self._readers_lock:
             if not self.closed:
                 self.closed = True
                 self.conn.close()
+                for conn in self._readers:
+                    conn.close()
+                self._readers.clear()
 
 
 _COLUMNS = (
@@ -147,7 +202,7 @@ class SQLiteHistory(HistoryStore):
             )
 
     def get(self, memory_id: str) -> list[HistoryRecord]:
-        with self._db.read() as conn:
+        with self._db.snapshot() as conn:
             rows = conn.execute(
                 f'SELECT {", ".join(_COLUMNS)} FROM "{self._table}" WHERE memory_id = ?'
                 " ORDER BY timestamp, seq",

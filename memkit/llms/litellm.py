@@ -8,8 +8,12 @@ from memkit import _guard
 from memkit._errors import LLMError
 from memkit._imports import import_litellm
 from memkit._models import Usage
-from memkit._retry import async_retrying, describe, retrying
+from memkit._retry import async_retrying, failure, retrying
 from memkit.llms.base import LLM, LLMRequest, LLMResponse
+
+KEY_FIX = ("Configure a key for the model (its provider's environment variable, such as "
+           "OPENAI_API_KEY, or llm.config.api_key), or call add with infer=False, which needs "
+           "no LLM.")
 
 
 class LiteLLM(LLM):
@@ -82,7 +86,7 @@ class LiteLLM(LLM):
                 with attempt:
                     response = litellm.completion(**kwargs)
         except Exception as exc:
-            raise LLMError(f"LLM call to {self.model!r} failed: {describe(exc)}") from exc
+            raise LLMError(failure(f"LLM call to {self.model!r}", exc, KEY_FIX)) from exc
         return self._to_response(litellm, response)
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
@@ -93,7 +97,7 @@ class LiteLLM(LLM):
                 with attempt:
                     response = await litellm.acompletion(**kwargs)
         except Exception as exc:
-            raise LLMError(f"LLM call to {self.model!r} failed: {describe(exc)}") from exc
+            raise LLMError(failure(f"LLM call to {self.model!r}", exc, KEY_FIX)) from exc
         return self._to_response(litellm, response)
 
 

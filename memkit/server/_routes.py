@@ -23,7 +23,7 @@ from memkit import (
 from memkit._net import is_loopback
 from memkit.server._auth import LOCAL_GRANT, Grant, ScopeForbidden, find_grant, scope_for
 from memkit.server._errors import ERROR_RESPONSES, AuthError
-from memkit.server._events import Broadcaster, ChangeEvent
+from memkit.server._events import Broadcaster, ChangeEvent, EventType
 from memkit.server._schemas import (
     AddBody,
     Deleted,
@@ -34,7 +34,8 @@ from memkit.server._schemas import (
 )
 
 router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES)
-_CHANGES = {"ADD": "memory_created", "UPDATE": "memory_updated", "DELETE": "memory_deleted"}
+_CHANGES: dict[str, EventType] = {
+    "ADD": "memory_created", "UPDATE": "memory_updated", "DELETE": "memory_deleted"}
 
 
 def _filters_param(raw: str | None) -> dict[str, Any] | None:
@@ -43,8 +44,8 @@ def _filters_param(raw: str | None) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise FilterError(f"filters must be a JSON object: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep to decode
+        raise FilterError(f"filters must be a JSON object: {exc}"[:300]) from None
     if not isinstance(value, dict):
         raise FilterError("filters must be a JSON object")
     return value
@@ -109,22 +110,15 @@ async def add_memories(body: AddBody, grant: Auth, mem: Mem, feed: Feed) -> AddR
     scope = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
     messages: Any = (body.messages if isinstance(body.messages, str)
                      else [m.model_dump(exclude_none=True) for m in body.messages])
-    result = await mem.add(messages, **scope, metadata=body.metadata, infer=body.infer,
-                           timestamp=body.timestamp, prompt=body.prompt, filters=body.filters)
-    events = []
-    for ev in result.results:
-        if ev.event == "ADD":
-            events.append(ChangeEvent.of("memory_created", ev.id, scope, memory=ev.memory))
-        elif ev.event == "UPDATE":
-            item = await mem.get(ev.id)
-            where = _item_scope(item) if item else scope
-            events.append(ChangeEvent.of("memory_updated", ev.id, where, memory=ev.memory))
-        elif ev.event == "DELETE":
-            rows = await mem.history(ev.id)
-            where = _item_scope(rows[-1]) if rows else scope
-            events.append(ChangeEvent.of("memory_deleted", ev.id, where))
-    feed.publish(events)
+    result = await mem.add(messages, user_id=scope["user_id"], agent_id=scope["agent_id"],
+                           run_id=scope["run_id"], metadata=body.metadata, infer=body.infer,
+                           timestamp=body.timestamp, prompt=body.prompt, filters=body.filters,
+                           on_error=body.on_error)
+    feed.publish(ChangeEvent.of(_CHANGES[ev.event], ev.id, _item_scope(ev),
+                                **({} if ev.event == "DELETE" else {"memory": ev.memory}))
+                 for ev in result.results if ev.event in _CHANGES)
     return result
+
 
 @router.get("/memories/", response_model=MemoryPage, summary="List a scope's memories")
 async def list_memories(
@@ -145,6 +139,7 @@ async def list_memories(
     return MemoryPage(results=page, offset=offset, limit=limit,
                       next_offset=offset + limit if more else None)
 
+
 @router.delete("/memories/", response_model=Deleted, summary="Delete a scope's memories")
 async def delete_all_memories(
     grant: Auth, mem: Mem, feed: Feed,
@@ -158,6 +153,7 @@ async def delete_all_memories(
     deleted = await mem.delete_all(**scope, filters=parsed)
     feed.publish(ChangeEvent.of("memory_deleted", e.id, _item_scope(e)) for e in deleted.results)
     return Deleted(deleted=deleted.count)
+
 
 @router.get("/memories/search/", response_model=SearchResult, summary="Search (query string)")
 async def search_get(
@@ -176,6 +172,7 @@ async def search_get(
                       filters=_filters_param(filters))
     return await search_post(body, grant, mem)
 
+
 @router.post("/memories/search/", response_model=SearchResult, summary="Search (with filters)")
 async def search_post(body: SearchBody, grant: Auth, mem: Mem) -> SearchResult:
     """The scope's memories most relevant to ``query``, best first."""
@@ -183,9 +180,11 @@ async def search_post(body: SearchBody, grant: Auth, mem: Mem) -> SearchResult:
     return await mem.search(body.query, **scope, limit=body.limit, filters=body.filters,
                             threshold=body.threshold, mode=body.mode)
 
+
 @router.get("/memories/{memory_id}/", response_model=MemoryItem, summary="Get a memory")
 async def get_memory(memory_id: str, grant: Auth, mem: Mem) -> MemoryItem:
     return await visible(mem, grant, memory_id)
+
 
 @router.put("/memories/{memory_id}/", response_model=MemoryItem, summary="Update a memory")
 async def update_memory(memory_id: str, body: UpdateBody, grant: Auth, mem: Mem, feed: Feed) -> MemoryItem:
@@ -195,12 +194,14 @@ async def update_memory(memory_id: str, body: UpdateBody, grant: Auth, mem: Mem,
                               memory=item.memory)])
     return item
 
+
 @router.delete("/memories/{memory_id}/", response_model=Deleted, summary="Delete a memory")
 async def delete_memory(memory_id: str, grant: Auth, mem: Mem, feed: Feed) -> Deleted:
     item = await visible(mem, grant, memory_id)
     await mem.delete(memory_id)
     feed.publish([ChangeEvent.of("memory_deleted", item.id, _item_scope(item))])
     return Deleted(deleted=1)
+
 
 @router.get("/memories/{memory_id}/history/", response_model=list[HistoryRecord],
             summary="A memory's history")
@@ -215,12 +216,14 @@ async def memory_history(memory_id: str, grant: Auth, mem: Mem) -> list[HistoryR
         raise ScopeForbidden("this memory is outside the API key's scope")
     return rows
 
+
 @router.post("/reset/", summary="Delete every memory and all history (admin keys only)")
 async def reset(grant: Auth, mem: Mem) -> dict[str, bool]:
     if not grant.admin:
         raise ScopeForbidden("only an admin API key may reset the store")
     await mem.reset()
     return {"reset": True}
+
 
 @router.get("/events", summary="Change feed (Server-Sent Events)",
             response_class=StreamingResponse,

@@ -39,6 +39,9 @@ class AddBody(_Body):
     prompt: str | None = Field(None, description="Overrides the fact-extraction prompt.")
     filters: dict[str, Any] | None = Field(
         None, description="Narrows which existing memories the LLM may update or delete.")
+    on_error: Literal["raise", "degrade"] | None = Field(
+        None, description='"degrade" reports LLM and embedding failures in errors and stores '
+                          "what it can; default: the server's configuration (raise).")
 
 
 class SearchBody(_Body):

@@ -8,8 +8,10 @@ methods below are then the same line each, for every such store.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import contextlib
+import time
 from abc import abstractmethod
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, TypeVar
@@ -23,37 +25,56 @@ C = TypeVar("C")
 Op = Generator[Any, Any, T]
 
 
+Transient = Callable[[Exception], bool]
+#: waits (seconds) before each retry of a call that failed transiently
+RETRY_WAITS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+
+
+def _never(exc: Exception) -> bool:
+    return False
+
+
 def run_calls(op: Generator[Callable[[C], Any], Any, T], client: C, engine: str,
-              lock: contextlib.AbstractContextManager[Any] | None = None) -> T:
-    """Drive ``op``: each yielded call is made on ``client``; engine errors become
-    :class:`~memkit.VectorStoreError` naming ``engine``."""
+              lock: contextlib.AbstractContextManager[Any] | None = None,
+              transient: Transient = _never) -> T:
+    """Drive ``op``: each yielded call is made on ``client`` (retried with short waits while
+    ``transient(error)``); engine errors become :class:`~memkit.VectorStoreError`."""
     result: Any = None
     try:
         while True:
             call = op.send(result)
-            with lock or contextlib.nullcontext():
-                try:
-                    result = call(client)
-                except MemkitError:
-                    raise
-                except Exception as exc:
-                    raise VectorStoreError(f"{engine}: {exc}") from exc
+            for wait in (*RETRY_WAITS, None):
+                with lock or contextlib.nullcontext():
+                    try:
+                        result = call(client)
+                        break
+                    except MemkitError:
+                        raise
+                    except Exception as exc:
+                        if wait is None or not transient(exc):
+                            raise VectorStoreError(f"{engine}: {exc}") from exc
+                time.sleep(wait)
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
 
 
-async def arun_calls(op: Generator[Callable[[C], Any], Any, T], client: Any, engine: str) -> T:
+async def arun_calls(op: Generator[Callable[[C], Any], Any, T], client: Any, engine: str,
+                     transient: Transient = _never) -> T:
     """Drive ``op`` on an async client whose methods mirror the sync client's as coroutines."""
     result: Any = None
     try:
         while True:
             call = op.send(result)
-            try:
-                result = await call(client)
-            except MemkitError:
-                raise
-            except Exception as exc:
-                raise VectorStoreError(f"{engine}: {exc}") from exc
+            for wait in (*RETRY_WAITS, None):
+                try:
+                    result = await call(client)
+                    break
+                except MemkitError:
+                    raise
+                except Exception as exc:
+                    if wait is None or not transient(exc):
+                        raise VectorStoreError(f"{engine}: {exc}") from exc
+                await asyncio.sleep(wait)
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
 

@@ -55,6 +55,12 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 Op = Generator[Callable[["Collection"], Any], Any, T]
+
+
+def _unflushed(exc: Exception) -> bool:
+    """A server sometimes answers a read of a freshly written collection with this
+    (chroma-core/chroma#4212) until its segment is flushed; it passes in moments."""
+    return "Nothing found on disk" in str(exc)
 Where = dict[str, Any]
 
 MAX_SUBSTRING_SOURCE = 24
@@ -322,7 +328,7 @@ class ChromaStore(DrivenStore):
 
     # -- drivers ---------------------------------------------------------
     def _run(self, op: Op[T]) -> T:
-        return run_calls(op, self._collection, "chroma")
+        return run_calls(op, self._collection, "chroma", transient=_unflushed)
 
     async def _arun(self, op: Op[T]) -> T:
         if not self._server:
@@ -332,7 +338,7 @@ class ChromaStore(DrivenStore):
             client = await chromadb.AsyncHttpClient(
                 host=self._host, port=self._port, ssl=self._ssl, settings=self._settings)
             self._acollection = await client.get_collection(self.collection_name)
-        return await arun_calls(op, self._acollection, "chroma")
+        return await arun_calls(op, self._acollection, "chroma", transient=_unflushed)
 
     # -- lifecycle -------------------------------------------------------
     def open(self, dimension: int, model: str) -> None:

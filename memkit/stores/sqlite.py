@@ -21,6 +21,7 @@ match :mod:`memkit._filters.evaluate` exactly::
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -56,6 +57,7 @@ _LOG_MAX = 100_000
 _LOG_KEEP = 50_000
 
 SQL = tuple[str, list[Any]]
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 # -- filter translation ---------------------------------------------------------
@@ -221,8 +223,13 @@ def _lower(value: str | bytes | int | float | None) -> str | bytes | int | float
 
 
 def fts_query(text: str) -> str | None:
-    """An FTS5 query matching any of the words of ``text``, each quoted so it is never syntax."""
-    words = [w for w in text.split() if any(ch.isalnum() for ch in w)]
+    """An FTS5 query matching any of the words of ``text``, each quoted so it is never syntax.
+
+    Words repeat once and control characters separate words, so a query of one
+    word repeated costs what the word costs, and a NUL never reaches FTS5."""
+    words = dict.fromkeys(
+        w for w in _CONTROL.sub(" ", text).split() if any(ch.isalnum() for ch in w)
+    )
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words) or None
 
 
@@ -347,7 +354,7 @@ class SQLiteStore(VectorStore):
         super().__init__()
         self.collection_name = check_identifier(collection_name, "collection name")
         self._db = SQLiteConnection(path)
-        self._db.conn.create_function(LOWER_FUNCTION, 1, _lower, deterministic=True)
+        self._db.create_function(LOWER_FUNCTION, 1, _lower)
         self._records = f'"{collection_name}_records"'
         self._vectors = f'"{collection_name}_vectors"'
         self._changes = f'"{collection_name}_changes"'
@@ -412,9 +419,11 @@ class SQLiteStore(VectorStore):
             raise VectorStoreError(f"sqlite store {self.path}: {exc}") from exc
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def _read(self, *, shared: bool = False) -> Iterator[sqlite3.Connection]:
+        """A read transaction: on this thread's own connection, so no lock is held
+        (``shared``: on the shared connection, under its lock)."""
         try:
-            with self._db.read() as conn:
+            with self._db.read() if shared else self._db.snapshot() as conn:
                 yield conn
         except sqlite3.Error as exc:
             raise VectorStoreError(f"sqlite store {self.path}: {exc}") from exc
@@ -553,7 +562,7 @@ class SQLiteStore(VectorStore):
             return []
         with self._db.lock:
             version = self._db.data_version()
-            with self._read() as conn:
+            with self._read(shared=True) as conn:
                 index = self._synced(conn, version)
                 positions = None
                 if filter is not None:

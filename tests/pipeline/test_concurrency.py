@@ -68,3 +68,43 @@ def test_eight_tasks_adding_one_fact_leave_one_memory(store: Any, infer: bool) -
             assert {e.id for e in events} == {items[0].id}
 
     asyncio.run(main())
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_sync_threads_and_async_tasks_on_one_store_exclude_each_other(
+    store: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A Memory and an AsyncMemory over the same store object: one write lock for both."""
+    from memkit.history.sqlite import SQLiteHistory
+
+    history = (store.history() if hasattr(store, "history")
+               else SQLiteHistory(str(tmp_path_factory.mktemp("h") / "history.db")))
+    sync = Memory(llm=FunctionLLM(_same_fact), embedder=HashEmbedder(), vector_store=store,
+                  history=history)
+    start = threading.Barrier(5)
+    results: list[Any] = []
+
+    def worker() -> None:
+        start.wait()
+        results.append(sync.add("I like tea", user_id="u", infer=False))
+
+    async def tasks() -> list[Any]:
+        m = AsyncMemory(llm=FunctionLLM(_same_fact), embedder=HashEmbedder(), vector_store=store,
+                        history=history)
+        await asyncio.to_thread(start.wait)
+        return list(await asyncio.gather(*(m.add("I like tea", user_id="u", infer=False)
+                                           for _ in range(4))))
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    results.extend(asyncio.run(tasks()))
+    for t in threads:
+        t.join()
+    assert len(results) == 8, "a writer failed"
+    items = sync.get_all(user_id="u").results
+    assert len(items) == 1
+    events = [e for r in results for e in r.results]
+    assert sum(e.event == "ADD" for e in events) == 1
+    assert {e.id for e in events} == {items[0].id}
+    assert [h.event for h in sync.history(items[0].id)] == ["ADD"]
