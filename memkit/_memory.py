@@ -8,10 +8,10 @@ from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 from memkit._config import MemoryConfig, default_llm_config
-from memkit._errors import ConfigError
+from memkit._errors import ConfigError, MemkitError, ScopeError
 from memkit._filters import all_of, parse_filter
 from memkit._imports import load_object
-from memkit._models import AddResult, HistoryRecord, MemoryItem, SearchResult
+from memkit._models import AddResult, HistoryList, MemoryItem, SearchResult
 from memkit._pipeline.add import AddRequest, add_flow
 from memkit._pipeline.crud import (
     SearchMode,
@@ -26,7 +26,14 @@ from memkit._pipeline.crud import (
     update_flow,
 )
 from memkit._pipeline.effects import Flow
-from memkit._pipeline.inputs import Scope, limit_of, messages_of, metadata_of, timestamp_of
+from memkit._pipeline.inputs import (
+    Scope,
+    limit_or_top_k,
+    messages_of,
+    metadata_of,
+    scope_and_filters,
+    timestamp_of,
+)
 from memkit._pipeline.runtime import Runtime
 from memkit._time import to_iso, utcnow
 from memkit.embeddings import PROVIDERS as EMBEDDERS
@@ -100,6 +107,12 @@ class _Shell:
         """Build from a config dict; components (llm=, embedder=, ...) override it."""
         return cls(MemoryConfig.model_validate(config_dict), **components)
 
+    def __repr__(self) -> str:
+        llm = self._runtime.llm
+        model = getattr(llm, "model", None) or type(llm).__name__
+        return (f"{type(self).__name__}(store={self._runtime.store.provider!r}, "
+                f"embedder={self._runtime.embedder.model_name!r}, llm={model!r})")
+
     @property
     def vector_store(self) -> VectorStore:
         return self._runtime.store
@@ -154,17 +167,20 @@ def _search(
     user_id: str | None = None,
     agent_id: str | None = None,
     run_id: str | None = None,
-    limit: int = 100,
+    limit: int | None = None,
     filters: dict[str, Any] | None = None,
     threshold: float | None = None,
     mode: SearchMode | None = None,
+    top_k: int | None = None,
 ) -> Flow[SearchResult]:
     """Memories of the scope most relevant to ``query``, highest score first.
 
-    ``mode`` is "hybrid" (default where the store has keyword search), "vector" or
-    "keyword"; ``threshold`` drops results scoring below it."""
-    scope = Scope.of(user_id, agent_id, run_id)
-    return search_flow(query, all_of(scope.filter(), parse_filter(filters)), limit_of(limit),
+    ``limit`` (default 100; ``top_k`` is the same, mem0's name) caps the results. The
+    scope may also be given inside ``filters`` (``filters={"user_id": "alice"}``, as in
+    mem0 2.x). ``mode`` is "hybrid" (default where the store has keyword search),
+    "vector" or "keyword"; ``threshold`` drops results scoring below it."""
+    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
+    return search_flow(query, all_of(scope.filter(), parse_filter(rest)), limit_or_top_k(limit, top_k, 100),
                        threshold, mode, self._search, self._runtime.store.supports_keyword)
 
 
@@ -181,18 +197,31 @@ def _get_all(
     agent_id: str | None = None,
     run_id: str | None = None,
     filters: dict[str, Any] | None = None,
-    limit: int = 100,
+    limit: int | None = None,
+    top_k: int | None = None,
 ) -> Flow[SearchResult]:
-    """The scope's memories (matching ``filters``), newest first."""
-    scope = Scope.of(user_id, agent_id, run_id)
-    return get_all_flow(all_of(scope.filter(), parse_filter(filters)), limit_of(limit))
+    """The scope's memories (matching ``filters``), newest first; at most ``limit``
+    (default 100; ``top_k`` is mem0's name for it). The scope may be given inside
+    ``filters`` (``filters={"user_id": "alice"}``)."""
+    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
+    return get_all_flow(all_of(scope.filter(), parse_filter(rest)), limit_or_top_k(limit, top_k, 100))
 
 
 def _update(
-    self: _Shell, /, memory_id: str, text: str, *, metadata: dict[str, Any] | None = None
+    self: _Shell,
+    /,
+    memory_id: str,
+    text: str | None = None,
+    *,
+    metadata: dict[str, Any] | None = None,
+    data: str | None = None,
 ) -> Flow[MemoryItem]:
-    """Replace a memory's text (re-embedded); ``metadata`` is merged into its metadata."""
-    return update_flow(memory_id, text, metadata_of(metadata), to_iso(utcnow()))
+    """Replace a memory's text (re-embedded); ``metadata`` is merged into its metadata.
+    ``data=`` is mem0's name for ``text``."""
+    if (text is None) == (data is None):
+        raise MemkitError("update() takes the new text once: as text or as data=")
+    new_text = text if text is not None else data
+    return update_flow(memory_id, new_text, metadata_of(metadata), to_iso(utcnow()))
 
 
 def _delete(self: _Shell, /, memory_id: str) -> Flow[None]:
@@ -209,13 +238,16 @@ def _delete_all(
     run_id: str | None = None,
     filters: dict[str, Any] | None = None,
 ) -> Flow[int]:
-    """Delete every memory of the scope (matching ``filters``); returns how many."""
-    scope = Scope.of(user_id, agent_id, run_id)
-    return delete_all_flow(scope, parse_filter(filters), to_iso(utcnow()))
+    """Delete every memory of the scope (matching ``filters``); returns how many. The
+    scope may be given inside ``filters`` (``filters={"user_id": "alice"}``)."""
+    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
+    if scope.empty:
+        raise ScopeError()
+    return delete_all_flow(scope, parse_filter(rest), to_iso(utcnow()))
 
 
-def _history(self: _Shell, /, memory_id: str) -> Flow[list[HistoryRecord]]:
-    """Every change to a memory, oldest first."""
+def _history(self: _Shell, /, memory_id: str) -> Flow[HistoryList]:
+    """Every change to a memory, oldest first (a list that prints as a table)."""
     return history_flow(memory_id)
 
 

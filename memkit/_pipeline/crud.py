@@ -8,7 +8,7 @@ from typing import Literal
 
 from memkit._errors import ConfigError, MemkitError, NotFoundError
 from memkit._filters import Filter, all_of
-from memkit._models import HistoryRecord, MemoryItem, SearchResult
+from memkit._models import HistoryList, HistoryRecord, MemoryItem, SearchResult
 from memkit._pipeline.effects import (
     Apply,
     Embed,
@@ -138,9 +138,9 @@ def delete_all_flow(scope: Scope, filter: Filter | None, now: str) -> Flow[int]:
         deleted += len(page)
 
 
-def history_flow(memory_id: str) -> Flow[list[HistoryRecord]]:
+def history_flow(memory_id: str) -> Flow[HistoryList]:
     records: list[HistoryRecord] = yield ReadHistory(memory_id)
-    return records
+    return HistoryList(records)
 
 
 def reset_flow() -> Flow[None]:
