@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
 import typer
 
-from memkit._errors import MemkitError
+from memkit import MemkitError
 from memkit.cli._config import Settings, memory_config
 
 if TYPE_CHECKING:
-    from memkit._memory import Memory
+    from memkit import Memory
 
 app = typer.Typer(
     name="memkit", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -48,11 +48,11 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 @contextmanager
 def _memory(ctx: typer.Context) -> Iterator[Memory]:
-    from memkit._memory import Memory
+    from memkit import Memory
 
     try:
         memory = Memory(memory_config(_settings(ctx).resolve()))
-    except MemkitError as exc:
+    except (MemkitError, ImportError) as exc:
         fail(str(exc))
     try:
         yield memory
@@ -85,13 +85,42 @@ def _emit(data: Any, as_json: bool, render: Callable[[], None]) -> None:
         render()
 
 
+ID_COLUMNS = frozenset({"id", "memory_id"})
+
+
+def _resolve_id(memory: Memory, given: str) -> str:
+    """``given`` if a memory has that id, else the one memory whose id starts with it."""
+    from memkit.cli._transfer import iter_records
+
+    try:
+        if memory.get(given) is not None:
+            return given
+    except MemkitError:
+        pass
+    matches: list[str] = []
+    for record in iter_records(memory):
+        if record.id.startswith(given):
+            matches.append(record.id)
+            if len(matches) > 5:
+                break
+    if not matches:
+        fail(f"no memory with id {given!r}")
+    if len(matches) > 1:
+        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+        fail(f"id prefix {given!r} is ambiguous; it matches {shown}")
+    return matches[0]
+
+
 def _table(rows: list[dict[str, Any]], columns: list[str], title: str | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title)
     for column in columns:
-        table.add_column(column, overflow="fold")
+        if column in ID_COLUMNS:  # ids stay whole on one line, to be copied
+            table.add_column(column, no_wrap=True, min_width=36)
+        else:
+            table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
     Console().print(table)
@@ -126,9 +155,18 @@ def add(
     as_json: JsonOpt = False,
 ) -> None:
     """Remember a text (with --infer, the LLM extracts and reconciles facts)."""
+    from rich.console import Console
+
+    waiting = Console(stderr=True).status("the model is reading the text…") if infer and not as_json else None
     with _memory(ctx) as memory:
-        result = memory.add(text, user_id=user_id, agent_id=agent_id, run_id=run_id,
-                            metadata=_json_arg(metadata, "--metadata"), infer=infer)
+        if waiting is not None:
+            waiting.start()
+        try:
+            result = memory.add(text, user_id=user_id, agent_id=agent_id, run_id=run_id,
+                                metadata=_json_arg(metadata, "--metadata"), infer=infer)
+        finally:
+            if waiting is not None:
+                waiting.stop()
     data = result.model_dump(mode="json")
     _emit(data, as_json, lambda: _table(data["results"], ["event", "id", "memory"]))
     for error in result.errors:
@@ -159,9 +197,9 @@ def get(
     ctx: typer.Context, memory_id: Annotated[str, typer.Argument(metavar="ID")],
     as_json: JsonOpt = False,
 ) -> None:
-    """One memory by id."""
+    """One memory by id (or a unique prefix of it)."""
     with _memory(ctx) as memory:
-        item = memory.get(memory_id)
+        item = memory.get(_resolve_id(memory, memory_id))
     if item is None:
         fail(f"no memory with id {memory_id!r}")
     data = item.model_dump(mode="json", exclude={"score"})
@@ -191,9 +229,10 @@ def update(
                         ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Replace a memory's text."""
+    """Replace a memory's text (ID: the id or a unique prefix of it)."""
     with _memory(ctx) as memory:
-        item = memory.update(memory_id, text, metadata=_json_arg(metadata, "--metadata"))
+        item = memory.update(_resolve_id(memory, memory_id), text,
+                             metadata=_json_arg(metadata, "--metadata"))
     data = item.model_dump(mode="json", exclude={"score"})
     _emit(data, as_json, lambda: print(f"updated {data['id']}: {data['memory']}"))
 
@@ -207,12 +246,12 @@ def delete(
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Delete one memory by id, or with --all every memory of a scope."""
+    """Delete one memory by id (or a unique prefix), or with --all every memory of a scope."""
     if (memory_id is None) == (not all_):
         fail("give either an ID or --all with a scope")
     with _memory(ctx) as memory:
         if memory_id is not None:
-            memory.delete(memory_id)
+            memory.delete(_resolve_id(memory, memory_id))
             count = 1
         else:
             count = memory.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id)
@@ -224,9 +263,12 @@ def history(
     ctx: typer.Context, memory_id: Annotated[str, typer.Argument(metavar="ID")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Every change to a memory, oldest first."""
+    """Every change to a memory, oldest first (ID: the id or a unique prefix of it)."""
     with _memory(ctx) as memory:
-        rows = [r.model_dump(mode="json") for r in memory.history(memory_id)]
+        records = memory.history(memory_id)
+        if not records:
+            records = memory.history(_resolve_id(memory, memory_id))
+        rows = [r.model_dump(mode="json") for r in records]
     _emit(rows, as_json, lambda: _table(rows, ["timestamp", "event", "old_value", "new_value"]))
 
 
@@ -238,12 +280,12 @@ def export(
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
 ) -> None:
     """Write every memory (or a scope's) with its history, one JSON object per line."""
-    from memkit._pipeline.inputs import Scope
+    from memkit import parse_filter
     from memkit.cli._transfer import export_lines
 
     with _memory(ctx) as memory:
-        scope = Scope.of(user_id, agent_id, run_id, required=False)
-        lines = export_lines(memory, scope.filter())
+        given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+        lines = export_lines(memory, parse_filter({k: v for k, v in given.items() if v is not None}))
         if output is None:
             for line in lines:
                 sys.stdout.write(line + "\n")
@@ -335,7 +377,7 @@ def serve(
         from memkit.server import create_app
         from memkit.server._auth import is_loopback, load_keys
     except ImportError as exc:
-        fail(str(exc))
+        fail(f"{exc}; the REST server needs: pip install 'memkit-ai[server]'")
     config = _settings(ctx).resolve()
     try:
         keys = load_keys(None, config)
@@ -344,7 +386,7 @@ def serve(
                  f"set MEMKIT_API_KEYS (or server.api_keys in the config) to serve on {host}",
                  code=2)
         app_ = create_app(config=config)
-    except MemkitError as exc:
+    except (MemkitError, ImportError) as exc:
         fail(str(exc))
     uvicorn.run(app_, host=host, port=port, log_level="info")
 
@@ -363,8 +405,8 @@ def mcp(
     try:
         from memkit.mcp import create_server, default_scope
     except ImportError as exc:
-        fail(str(exc))
-    from memkit._memory import AsyncMemory
+        fail(f"{exc}; the MCP server needs: pip install 'memkit-ai[mcp]'")
+    from memkit import AsyncMemory
     from memkit.server._auth import is_loopback
 
     if transport == "http" and not is_loopback(host):
@@ -374,7 +416,7 @@ def mcp(
     defaults = {k: given[k] or env[k] for k in given}
     try:
         memory = AsyncMemory(memory_config(_settings(ctx).resolve()))
-    except MemkitError as exc:
+    except (MemkitError, ImportError) as exc:
         fail(str(exc))
     server = create_server(memory, defaults=defaults, close_memory=True)
     if transport == "stdio":
@@ -397,8 +439,8 @@ def eval_locomo(
     from rich.console import Console
     from rich.progress import Progress
 
+    from memkit import Memory
     from memkit._eval.locomo import format_report, run_locomo
-    from memkit._memory import Memory
 
     searches = search_mode or ["hybrid"]
     settings = _settings(ctx)
@@ -418,6 +460,6 @@ def eval_locomo(
         try:
             report = run_locomo(data, mode=mode, search=searches,  # type: ignore[arg-type]
                                 memory_factory=factory if custom else None, progress=advance)
-        except (MemkitError, OSError, ValueError) as exc:
+        except (MemkitError, OSError, ValueError, ImportError) as exc:
             fail(str(exc))
     _emit(report, as_json, lambda: print(format_report(report)))

@@ -46,10 +46,9 @@ def iter_records(memory: Memory, scope_filter: Filter | None = None) -> Iterator
 
 
 def export_lines(memory: Memory, scope_filter: Filter | None = None) -> Iterator[str]:
-    history = _history(memory)
     for record in iter_records(memory, scope_filter):
         row = record.to_item().model_dump(mode="json", exclude={"score"})
-        row["history"] = [h.model_dump(mode="json") for h in history.get(record.id)]
+        row["history"] = [h.model_dump(mode="json") for h in memory.history(record.id)]
         yield json.dumps(row, ensure_ascii=False)
 
 
