@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from memkit._memory import AsyncMemory, Memory
     from memkit._models import (
         AddResult,
+        HistoryList,
         HistoryRecord,
         MemoryEvent,
         MemoryItem,
@@ -39,7 +40,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "Memory": "memkit._memory", "AsyncMemory": "memkit._memory",
     "MemoryConfig": "memkit._config",
-    "AddResult": "memkit._models", "HistoryRecord": "memkit._models",
+    "AddResult": "memkit._models", "HistoryList": "memkit._models", "HistoryRecord": "memkit._models",
     "MemoryEvent": "memkit._models", "MemoryItem": "memkit._models",
     "OperationError": "memkit._models", "SearchResult": "memkit._models", "Usage": "memkit._models",
     "And": "memkit._filters", "Condition": "memkit._filters", "Filter": "memkit._filters",
@@ -48,7 +49,7 @@ _LAZY = {
 
 __all__ = [
     "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "EmbeddingError", "Filter",
-    "FilterError", "HistoryRecord", "LLMError", "MemkitError", "Memory", "MemoryConfig",
+    "FilterError", "HistoryList", "HistoryRecord", "LLMError", "MemkitError", "Memory", "MemoryConfig",
     "MemoryEvent", "MemoryItem", "Not", "NotFoundError", "OperationError", "Or", "ScopeError",
     "SearchResult", "Usage", "VectorStoreError", "__version__", "parse_filter",
 ]

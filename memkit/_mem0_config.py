@@ -272,8 +272,9 @@ def _dsn(parts: dict[str, Any]) -> str:
 
 def _check_dims(where: str, dims: Any, embedder: Any) -> None:
     """mem0 declares the vector size in the store; memkit takes it from the embedder."""
-    section = embedder if isinstance(embedder, Mapping) else {"provider": "local", "config": {}}
-    provider, options = section.get("provider"), section.get("config") or {}
+    section: Mapping[str, Any] = embedder if isinstance(embedder, Mapping) else {"provider": "local"}
+    provider = section.get("provider")
+    options: dict[str, Any] = section.get("config") or {}
     if provider == "local":
         expected: Any = 384
     elif provider == "litellm":

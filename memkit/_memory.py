@@ -220,7 +220,7 @@ def _update(
     ``data=`` is mem0's name for ``text``."""
     if (text is None) == (data is None):
         raise MemkitError("update() takes the new text once: as text or as data=")
-    new_text = text if text is not None else data
+    new_text = text if text is not None else str(data)
     return update_flow(memory_id, new_text, metadata_of(metadata), to_iso(utcnow()))
 
 

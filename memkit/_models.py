@@ -28,7 +28,7 @@ class _Model(BaseModel):
 
     def get(self, key: str, default: Any = None) -> Any:
         """The field ``key``, or ``default`` when the model has no such field."""
-        return self[key] if key in self else default
+        return getattr(self, key) if key in self else default
 
 
 class MemoryItem(_Model):

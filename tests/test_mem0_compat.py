@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from memkit import Memory as MemkitMemory
 from memkit import MemkitError, MemoryConfig, SearchResult
+from memkit import Memory as MemkitMemory
 from memkit.testing import HashEmbedder, ScriptedLLM
 
 
-def Memory(llm: ScriptedLLM) -> MemkitMemory:  # noqa: N802 - stands in for mem0's class
+def Memory(llm: ScriptedLLM) -> MemkitMemory:
     """``Memory()`` as the snippets call it, offline: scripted LLM, HOME-local files."""
     return MemkitMemory(llm=llm, embedder=HashEmbedder())
 

@@ -246,7 +246,7 @@ def create_app(
         offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     ) -> MemoryPage:
         """Newest first, ``limit`` at a time from ``offset``."""
-        scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
         found = await mem.get_all(**scope, filters=_filters_param(filters),
                                   limit=offset + limit + 1)
         page = found.results[offset:offset + limit]
@@ -262,7 +262,7 @@ def create_app(
         run_id: Annotated[str | None, Query(min_length=1)] = None,
         filters: Annotated[str | None, Query(description="A filter as a JSON object")] = None,
     ) -> Deleted:
-        scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
         parsed = _filters_param(filters)
         doomed = (await mem.get_all(**scope, filters=parsed, limit=10**9)).results
         count = await mem.delete_all(**scope, filters=parsed)
@@ -289,7 +289,7 @@ def create_app(
     @router.post("/memories/search/", response_model=SearchResult, summary="Search (with filters)")
     async def search_post(body: SearchBody, grant: Auth) -> SearchResult:
         """The scope's memories most relevant to ``query``, best first."""
-        scope = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
+        scope: dict[str, Any] = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
         return await mem.search(body.query, **scope, limit=body.limit, filters=body.filters,
                                 threshold=body.threshold, mode=body.mode)
 
