@@ -56,7 +56,7 @@ class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class AddMemoryArgs(_Args):
+class _AddMemoryArgs(_Args):
     content: Annotated[str | list[ChatMessage], Field(description=(
         "What to remember: a sentence, or a conversation as a list of {role, content}."))]
     user_id: UserId = None
@@ -69,7 +69,7 @@ class AddMemoryArgs(_Args):
         "false: store the text verbatim, no LLM call."))] = True
 
 
-class SearchMemoriesArgs(_Args):
+class _SearchMemoriesArgs(_Args):
     query: Annotated[str, Field(description="What to look for, in natural language.")]
     user_id: UserId = None
     agent_id: AgentId = None
@@ -80,11 +80,11 @@ class SearchMemoriesArgs(_Args):
         ge=0, le=1, description="Drop results scoring below this (0..1).")] = None
 
 
-class MemoryIdArgs(_Args):
+class _MemoryIdArgs(_Args):
     memory_id: MemoryId
 
 
-class ListMemoriesArgs(_Args):
+class _ListMemoriesArgs(_Args):
     user_id: UserId = None
     agent_id: AgentId = None
     run_id: RunId = None
@@ -92,14 +92,14 @@ class ListMemoriesArgs(_Args):
     limit: Annotated[int, Field(ge=1, le=1000, description="How many at most.")] = 100
 
 
-class UpdateMemoryArgs(_Args):
+class _UpdateMemoryArgs(_Args):
     memory_id: MemoryId
     text: Annotated[str, Field(min_length=1, description="The memory's new text.")]
     metadata: Annotated[dict[str, Any] | None, Field(
         description="Optional labels merged into the memory's metadata.")] = None
 
 
-class DeleteAllMemoriesArgs(_Args):
+class _DeleteAllMemoriesArgs(_Args):
     user_id: UserId = None
     agent_id: AgentId = None
     run_id: RunId = None
@@ -115,17 +115,17 @@ def _dump(result: Any) -> Json:
     return result.model_dump(mode="json")  # type: ignore[no-any-return]
 
 
-def _plan_add(a: AddMemoryArgs, scope: Json) -> Call:
+def _plan_add(a: _AddMemoryArgs, scope: Json) -> Call:
     messages = a.content if isinstance(a.content, str) else [m.model_dump() for m in a.content]
     return "add", (messages,), {**scope, "metadata": a.metadata, "infer": a.infer}, _dump
 
 
-def _plan_search(a: SearchMemoriesArgs, scope: Json) -> Call:
+def _plan_search(a: _SearchMemoriesArgs, scope: Json) -> Call:
     return "search", (a.query,), {**scope, "limit": a.limit, "filters": a.filters,
                                   "threshold": a.threshold}, _dump
 
 
-def _plan_get(a: MemoryIdArgs, scope: Json) -> Call:
+def _plan_get(a: _MemoryIdArgs, scope: Json) -> Call:
     def render(item: Any) -> Json:
         if item is None:
             raise MemkitError(f"no memory with id {a.memory_id!r}")
@@ -133,23 +133,23 @@ def _plan_get(a: MemoryIdArgs, scope: Json) -> Call:
     return "get", (a.memory_id,), {}, render
 
 
-def _plan_list(a: ListMemoriesArgs, scope: Json) -> Call:
+def _plan_list(a: _ListMemoriesArgs, scope: Json) -> Call:
     return "get_all", (), {**scope, "filters": a.filters, "limit": a.limit}, _dump
 
 
-def _plan_update(a: UpdateMemoryArgs, scope: Json) -> Call:
+def _plan_update(a: _UpdateMemoryArgs, scope: Json) -> Call:
     return "update", (a.memory_id, a.text), {"metadata": a.metadata}, _dump
 
 
-def _plan_delete(a: MemoryIdArgs, scope: Json) -> Call:
+def _plan_delete(a: _MemoryIdArgs, scope: Json) -> Call:
     return "delete", (a.memory_id,), {}, lambda _: {"deleted": a.memory_id}
 
 
-def _plan_delete_all(a: DeleteAllMemoriesArgs, scope: Json) -> Call:
+def _plan_delete_all(a: _DeleteAllMemoriesArgs, scope: Json) -> Call:
     return "delete_all", (), {**scope, "filters": a.filters}, lambda count: {"deleted": count}
 
 
-def _plan_history(a: MemoryIdArgs, scope: Json) -> Call:
+def _plan_history(a: _MemoryIdArgs, scope: Json) -> Call:
     return "history", (a.memory_id,), {}, lambda rows: {"results": [r.model_dump(mode="json") for r in rows]}
 
 
@@ -191,23 +191,24 @@ class ToolSpec:
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("add_memory", "Remember something about the user or the conversation. Returns what "
              "changed: one event per memory (ADD, UPDATE, DELETE or NONE) with its id.",
-             AddMemoryArgs, _plan_add, read_only=False, destructive=False),
+             _AddMemoryArgs, _plan_add, read_only=False, destructive=False),
     ToolSpec("search_memories", "Find the memories most relevant to a query, best first, each with a score.",
-             SearchMemoriesArgs, _plan_search, read_only=True, destructive=False),
+             _SearchMemoriesArgs, _plan_search, read_only=True, destructive=False),
     ToolSpec("get_memory", "One memory by id: its text, metadata, scope and timestamps.",
-             MemoryIdArgs, _plan_get, read_only=True, destructive=False),
+             _MemoryIdArgs, _plan_get, read_only=True, destructive=False),
     ToolSpec("list_memories", "Every memory of a scope, newest first.",
-             ListMemoriesArgs, _plan_list, read_only=True, destructive=False),
+             _ListMemoriesArgs, _plan_list, read_only=True, destructive=False),
     ToolSpec("update_memory", "Replace a memory's text (the old text stays in its history).",
-             UpdateMemoryArgs, _plan_update, read_only=False, destructive=True, idempotent=True),
+             _UpdateMemoryArgs, _plan_update, read_only=False, destructive=True, idempotent=True),
     ToolSpec("delete_memory", "Forget one memory (its history stays readable).",
-             MemoryIdArgs, _plan_delete, read_only=False, destructive=True),
+             _MemoryIdArgs, _plan_delete, read_only=False, destructive=True),
     ToolSpec("delete_all_memories", "Forget every memory of a scope (optionally only those matching "
              "filters). Returns how many were deleted.",
-             DeleteAllMemoriesArgs, _plan_delete_all, read_only=False, destructive=True),
+             _DeleteAllMemoriesArgs, _plan_delete_all, read_only=False, destructive=True),
     ToolSpec("memory_history", "Every change to one memory, oldest first: ADD, UPDATE (old and new "
-             "text), DELETE.", MemoryIdArgs, _plan_history, read_only=True, destructive=False),
+             "text), DELETE.", _MemoryIdArgs, _plan_history, read_only=True, destructive=False),
 )
+"""Every memory tool, in the order the definitions list them."""
 _BY_NAME = {spec.name: spec for spec in TOOLS}
 
 

@@ -38,6 +38,12 @@ def test_every_public_name_is_in_the_api_reference() -> None:
         assert f"::: memkit.{name}\n" in reference, name
         if name != "Filter":  # a type alias; its docstring is the string after it
             assert (getattr(memkit, name).__doc__ or "").strip(), f"{name} has no docstring"
+    import memkit.tools
+
+    assert "::: memkit.tools\n" in reference
+    for name in memkit.tools.__all__:
+        if name != "TOOLS":  # a constant; its docstring is the string after it
+            assert (getattr(memkit.tools, name).__doc__ or "").strip(), f"memkit.tools.{name} has no docstring"
 
 
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
