@@ -41,8 +41,9 @@ def _settings(ctx: typer.Context) -> Settings:
 
 def fail(message: str, code: int = 1) -> NoReturn:
     from rich.console import Console
+    from rich.markup import escape
 
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    Console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(code)
 
 
@@ -86,6 +87,12 @@ def _emit(data: Any, as_json: bool, render: Callable[[], None]) -> None:
 
 
 ID_COLUMNS = frozenset({"id", "memory_id"})
+
+
+def _with_hint(exc: ImportError, extra: str) -> str:
+    """An import error as one line that names the install command."""
+    message = str(exc)
+    return message if "pip install" in message else f"{message}; install it with: pip install 'memkit-ai[{extra}]'"
 
 
 def _resolve_id(memory: Memory, given: str) -> str:
@@ -377,7 +384,7 @@ def serve(
         from memkit.server import create_app
         from memkit.server._auth import is_loopback, load_keys
     except ImportError as exc:
-        fail(f"{exc}; the REST server needs: pip install 'memkit-ai[server]'")
+        fail(_with_hint(exc, "server"))
     config = _settings(ctx).resolve()
     try:
         keys = load_keys(None, config)
@@ -405,7 +412,7 @@ def mcp(
     try:
         from memkit.mcp import create_server, default_scope
     except ImportError as exc:
-        fail(f"{exc}; the MCP server needs: pip install 'memkit-ai[mcp]'")
+        fail(_with_hint(exc, "mcp"))
     from memkit import AsyncMemory
     from memkit.server._auth import is_loopback
 

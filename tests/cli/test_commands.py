@@ -194,12 +194,15 @@ def test_a_missing_optional_piece_is_one_line_naming_the_install(tmp_path: Path)
     (hide / "fastembed.py").write_text("raise ImportError('hidden by the test')\n")
     env = {**_env(), "HOME": str(tmp_path)}
     env["PYTHONPATH"] = os.pathsep.join([str(hide), env["PYTHONPATH"]])
-    for args in (["add", "x", "-u", "u", "--no-infer"], ["search", "x", "-u", "u"]):
+    (hide / "uvicorn.py").write_text("raise ImportError('hidden by the test')\n")
+    (hide / "mcp.py").write_text("raise ImportError('hidden by the test')\n")
+    for args, extra in ((["add", "x", "-u", "u", "--no-infer"], "local"), (["search", "x", "-u", "u"], "local"),
+                        (["serve"], "server"), (["mcp"], "mcp")):
         done = subprocess.run([sys.executable, "-m", "memkit.cli", *args], capture_output=True,
                               text=True, env=env, timeout=60)
         assert done.returncode == 1
         assert "Traceback" not in done.stderr
-        assert "pip install 'memkit-ai[local]'" in done.stderr
+        assert f"pip install 'memkit-ai[{extra}]'" in done.stderr
         assert len(done.stderr.strip().splitlines()) <= 2, done.stderr
 
 
