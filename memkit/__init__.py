@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         AddResult,
         DeleteResult,
         ExportedMemory,
+        HistoryList,
         HistoryRecord,
         ImportResult,
         MemoryEvent,
@@ -42,7 +43,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "Memory": "memkit._memory", "AsyncMemory": "memkit._memory",
     "MemoryConfig": "memkit._config",
-    "AddResult": "memkit._models", "HistoryRecord": "memkit._models",
+    "AddResult": "memkit._models", "HistoryList": "memkit._models", "HistoryRecord": "memkit._models",
     "DeleteResult": "memkit._models", "ExportedMemory": "memkit._models",
     "ImportResult": "memkit._models",
     "MemoryEvent": "memkit._models", "MemoryItem": "memkit._models",
@@ -53,8 +54,8 @@ _LAZY = {
 
 __all__ = [
     "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "DeleteResult",
-    "EmbeddingError", "ExportedMemory", "Filter", "FilterError", "HistoryRecord", "ImportResult",
-    "LLMError", "MemkitError", "Memory", "MemoryConfig",
+    "EmbeddingError", "ExportedMemory", "Filter", "FilterError", "HistoryList", "HistoryRecord",
+    "ImportResult", "LLMError", "MemkitError", "Memory", "MemoryConfig",
     "MemoryEvent", "MemoryItem", "Not", "NotFoundError", "OperationError", "Or", "ScopeError",
     "SearchResult", "Usage", "VectorStoreError", "__version__", "parse_filter",
 ]

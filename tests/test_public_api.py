@@ -9,7 +9,7 @@ import memkit
 
 EXPECTED = {
     "Memory", "AsyncMemory", "MemoryConfig", "AddResult", "MemoryEvent", "MemoryItem",
-    "SearchResult", "HistoryRecord", "Usage", "OperationError", "MemkitError", "ScopeError",
+    "SearchResult", "HistoryList", "HistoryRecord", "Usage", "OperationError", "MemkitError", "ScopeError",
     "FilterError", "VectorStoreError", "LLMError", "EmbeddingError", "NotFoundError",
     "ConfigError", "Condition", "And", "Or", "Not", "Filter", "parse_filter", "__version__",
     "DeleteResult", "ExportedMemory", "ImportResult",

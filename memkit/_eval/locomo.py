@@ -44,8 +44,14 @@ _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on 
 
 
 def default_data_path() -> Path:
-    """The development split beside a source checkout: ``../shared/data/locomo/``."""
-    return Path(__file__).resolve().parents[2].parent / "shared/data/locomo/locomo10-dev.json"
+    """The development split beside a source checkout (``../shared/data/locomo/``);
+    an installed memkit has none, so the caller must name the file."""
+    checkout = Path(__file__).resolve().parents[2]
+    path = checkout.parent / "shared/data/locomo/locomo10-dev.json"
+    if not (checkout / "pyproject.toml").is_file() or not path.is_file():
+        raise ValueError("no LoCoMo file given: pass --data PATH to a LoCoMo JSON file "
+                         "(e.g. locomo10.json from the LoCoMo dataset's release)")
+    return path
 
 
 def load_samples(path: str | Path) -> list[dict[str, Any]]:

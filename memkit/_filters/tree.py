@@ -55,24 +55,33 @@ class _Node(BaseModel):
 
 
 class Condition(_Node):
+    """``field operator value``, e.g. ``Condition(field="topic", operator="eq", value="food")``."""
+
     field: str
     operator: Operator
     value: Scalar | tuple[Scalar, ...]
 
 
 class And(_Node):
+    """Every item holds."""
+
     items: tuple[Filter, ...]
 
 
 class Or(_Node):
+    """At least one item holds."""
+
     items: tuple[Filter, ...]
 
 
 class Not(_Node):
+    """The item does not hold."""
+
     item: Filter
 
 
 Filter: TypeAlias = Condition | And | Or | Not
+"""A filter expression tree; ``parse_filter`` builds one from the dict form."""
 
 _ALIASES = {"$" + op: op for op in OPERATORS} | {op: op for op in OPERATORS}
 _COMBINATORS = {"AND": "AND", "OR": "OR", "NOT": "NOT", "$and": "AND", "$or": "OR", "$not": "NOT",

@@ -8,7 +8,14 @@ from typing import Literal
 
 from memkit._errors import ConfigError, MemkitError, NotFoundError
 from memkit._filters import Filter, all_of
-from memkit._models import DeleteResult, HistoryRecord, MemoryEvent, MemoryItem, SearchResult
+from memkit._models import (
+    DeleteResult,
+    HistoryList,
+    HistoryRecord,
+    MemoryEvent,
+    MemoryItem,
+    SearchResult,
+)
 from memkit._pipeline.apply import apply
 from memkit._pipeline.effects import (
     Embed,
@@ -139,12 +146,12 @@ def delete_all_flow(scope: Scope, filter: Filter | None, now: str) -> Flow[Delet
         events.extend(r.to_event("DELETE", old=r.memory) for r in page)
 
 
-def history_flow(memory_id: str) -> Flow[list[HistoryRecord]]:
+def history_flow(memory_id: str) -> Flow[HistoryList]:
     checked = memory_id_of(memory_id)
     if checked is None:
-        return []
+        return HistoryList()
     records: list[HistoryRecord] = yield ReadHistory(checked)
-    return records
+    return HistoryList(records)
 
 
 def reset_flow() -> Flow[None]:

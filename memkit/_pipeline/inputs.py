@@ -227,3 +227,37 @@ def timestamp_of(value: object) -> str:
         return to_iso(value)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError, OSError) as exc:
         raise MemkitError(f"invalid timestamp {value!r}: {exc}") from None
+
+
+SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
+
+
+def scope_and_filters(
+    user_id: str | None, agent_id: str | None, run_id: str | None, filters: Mapping[str, Any] | None
+) -> tuple[Scope, dict[str, Any] | None]:
+    """The scope, with scope fields given as plain values inside ``filters`` (mem0 2.x:
+    ``filters={"user_id": "alice"}``) lifted out of the filter; the rest of the filter.
+
+    A field given both ways must agree. A scope field with an operator
+    (``{"user_id": {"in": [...]}}``) stays in the filter.
+    """
+    given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+    rest = None if filters is None else dict(filters)
+    if rest is not None:
+        for name in SCOPE_FIELDS:
+            value = rest.get(name)
+            if isinstance(value, str):
+                if given[name] is not None and given[name] != value:
+                    raise ScopeError(f"{name} is {given[name]!r} but filters say {value!r}")
+                given[name] = rest.pop(name)
+    scoped_by_filter = rest is not None and any(name in rest for name in SCOPE_FIELDS)
+    scope = Scope.of(given["user_id"], given["agent_id"], given["run_id"], required=not scoped_by_filter)
+    return scope, rest or None
+
+
+def limit_or_top_k(limit: int | None, top_k: int | None, default: int) -> int:
+    """``limit``, or mem0's name for it, ``top_k``; both given must agree."""
+    if limit is not None and top_k is not None and limit != top_k:
+        raise MemkitError(f"limit={limit} and top_k={top_k} disagree; give one of them")
+    chosen = limit if limit is not None else top_k
+    return limit_of(default if chosen is None else chosen)

