@@ -240,7 +240,7 @@ def _export(
     run_id: str | None = None,
     filters: dict[str, Any] | None = None,
 ) -> Flow[list[ExportedMemory]]:
-    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
+    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters, required=False)
     return export_flow(all_of(scope.filter(), parse_filter(rest)))
 
 

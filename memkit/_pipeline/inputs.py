@@ -233,7 +233,8 @@ SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
 
 
 def scope_and_filters(
-    user_id: str | None, agent_id: str | None, run_id: str | None, filters: Mapping[str, Any] | None
+    user_id: str | None, agent_id: str | None, run_id: str | None, filters: Mapping[str, Any] | None,
+    *, required: bool = True,
 ) -> tuple[Scope, dict[str, Any] | None]:
     """The scope, with scope fields given as plain values inside ``filters`` (mem0 2.x:
     ``filters={"user_id": "alice"}``) lifted out of the filter; the rest of the filter.
@@ -251,7 +252,8 @@ def scope_and_filters(
                     raise ScopeError(f"{name} is {given[name]!r} but filters say {value!r}")
                 given[name] = rest.pop(name)
     scoped_by_filter = rest is not None and any(name in rest for name in SCOPE_FIELDS)
-    scope = Scope.of(given["user_id"], given["agent_id"], given["run_id"], required=not scoped_by_filter)
+    scope = Scope.of(given["user_id"], given["agent_id"], given["run_id"],
+                     required=required and not scoped_by_filter)
     return scope, rest or None
 
 

@@ -107,7 +107,8 @@ async def visible(mem: AsyncMemory, grant: Grant, memory_id: str) -> MemoryItem:
 @router.post("/memories/", response_model=AddResult, summary="Add memories")
 async def add_memories(body: AddBody, grant: Auth, mem: Mem, feed: Feed) -> AddResult:
     """Remember a conversation; with ``infer`` the LLM curates it into facts."""
-    scope = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
+    scope: dict[str, Any] = scope_for(
+        grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
     messages: Any = (body.messages if isinstance(body.messages, str)
                      else [m.model_dump(exclude_none=True) for m in body.messages])
     result = await mem.add(messages, user_id=scope["user_id"], agent_id=scope["agent_id"],
@@ -131,7 +132,7 @@ async def list_memories(
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> MemoryPage:
     """Newest first, ``limit`` at a time from ``offset``."""
-    scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
     found = await mem.get_all(**scope, filters=_filters_param(filters),
                               limit=offset + limit + 1)
     page = found.results[offset:offset + limit]
@@ -148,7 +149,7 @@ async def delete_all_memories(
     run_id: Annotated[str | None, Query(min_length=1)] = None,
     filters: Annotated[str | None, Query(description="A filter as a JSON object")] = None,
 ) -> Deleted:
-    scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
     parsed = _filters_param(filters)
     deleted = await mem.delete_all(**scope, filters=parsed)
     feed.publish(ChangeEvent.of("memory_deleted", e.id, _item_scope(e)) for e in deleted.results)
@@ -176,7 +177,8 @@ async def search_get(
 @router.post("/memories/search/", response_model=SearchResult, summary="Search (with filters)")
 async def search_post(body: SearchBody, grant: Auth, mem: Mem) -> SearchResult:
     """The scope's memories most relevant to ``query``, best first."""
-    scope = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
+    scope: dict[str, Any] = scope_for(
+        grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
     return await mem.search(body.query, **scope, limit=body.limit, filters=body.filters,
                             threshold=body.threshold, mode=body.mode)
 
@@ -237,7 +239,7 @@ async def events(
     run_id: Annotated[str | None, Query(min_length=1)] = None,
 ) -> StreamingResponse:
     """Each change the key may see (optionally narrowed to a scope), as it happens."""
-    scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
     narrow = {k: v for k, v in scope.items() if v is not None}
     return StreamingResponse(feed.stream(grant, narrow), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
