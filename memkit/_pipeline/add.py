@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from memkit._filters import Filter, all_of
 from memkit._models import AddResult, HistoryRecord, MemoryEvent, OperationError, Usage
 from memkit._pipeline import prompts
+from memkit._pipeline.context import is_dialogue, with_neighbours
 from memkit._pipeline.effects import Apply, Complete, Embed, Flow, ListRecords, Search
 from memkit._pipeline.inputs import Scope, text_hash
 from memkit._pipeline.parsing import Decision, ParseError, parse_decisions, parse_facts
@@ -267,6 +268,8 @@ def _add_verbatim(req: AddRequest) -> Flow[AddResult]:
     if not kept:
         return AddResult()
     vectors = yield Embed(tuple(m["content"] for m in kept))
+    if is_dialogue([m.get("name") or m["role"] for m in kept]):
+        vectors = with_neighbours(vectors)
     for message, vector in zip(kept, vectors, strict=True):
         metadata = {**req.metadata, "role": message["role"]}
         if "name" in message:

@@ -22,6 +22,7 @@ from memkit._pipeline.effects import (
 )
 from memkit._pipeline.fusion import fuse
 from memkit._pipeline.inputs import Scope, text_hash
+from memkit._pipeline.keywords import keyword_query
 from memkit._time import to_datetime
 from memkit.stores.base import Hit, Record, WriteBatch
 
@@ -53,8 +54,9 @@ def search_flow(
     if mode != "keyword":
         vectors = yield Embed((query,))
         vector_hits = yield Search(vectors[0], pool, filter)
-    if mode != "vector" and query.strip():
-        keyword_hits = yield KeywordSearch(query, pool, filter)
+    terms = keyword_query(query) if mode != "vector" else None
+    if terms is not None:  # a query of function words only ("I") has no keyword evidence
+        keyword_hits = yield KeywordSearch(terms, pool, filter)
     if mode == "hybrid":
         hits = fuse(vector_hits, keyword_hits, vector_weight=settings.vector_weight,
                     keyword_weight=settings.keyword_weight, limit=limit)
