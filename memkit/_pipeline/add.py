@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from memkit._filters import Filter, all_of
 from memkit._models import AddResult, HistoryRecord, MemoryEvent, OperationError, Usage
 from memkit._pipeline import prompts
-from memkit._pipeline.context import is_dialogue, with_neighbours
+from memkit._pipeline.context import is_dialogue, with_neighbours, with_previous
 from memkit._pipeline.effects import Apply, Complete, Embed, Flow, ListRecords, Search
 from memkit._pipeline.inputs import Scope, text_hash
 from memkit._pipeline.parsing import Decision, ParseError, parse_decisions, parse_facts
@@ -267,9 +267,11 @@ def _add_verbatim(req: AddRequest) -> Flow[AddResult]:
     kept = [m for m in req.messages if m["role"] != "system" and m["content"].strip()]
     if not kept:
         return AddResult()
-    vectors = yield Embed(tuple(m["content"] for m in kept))
+    texts = [m["content"] for m in kept]
     if is_dialogue([m.get("name") or m["role"] for m in kept]):
-        vectors = with_neighbours(vectors)
+        vectors = with_neighbours((yield Embed(tuple(with_previous(texts)))))
+    else:
+        vectors = yield Embed(tuple(texts))
     for message, vector in zip(kept, vectors, strict=True):
         metadata = {**req.metadata, "role": message["role"]}
         if "name" in message:
