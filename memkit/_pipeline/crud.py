@@ -32,8 +32,8 @@ SearchMode = Literal["hybrid", "vector", "keyword"]
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
     mode: SearchMode | None = None
-    vector_weight: float = 0.5
-    keyword_weight: float = 0.5
+    vector_weight: float = 0.7
+    keyword_weight: float = 0.3
     candidates: int = 100
 
 
