@@ -2,6 +2,7 @@
 
     python bench/locomo.py                      # turns + observations, 3 search modes
     python bench/locomo.py --data FILE --mode turns --search hybrid
+    python bench/locomo.py --cross-validate     # + fusion weights chosen leaving one out
 
 Reads ../shared/data/locomo/locomo10-dev.json by default (non-commercial data:
 read in place, never copied). Prints the tables and writes
@@ -45,6 +46,10 @@ def main() -> None:
     parser.add_argument("--mode", choices=["turns", "observations"], action="append")
     parser.add_argument("--search", choices=["keyword", "vector", "hybrid"], action="append")
     parser.add_argument("--progress", action="store_true", help="report progress on stderr")
+    parser.add_argument("--cross-validate", action="store_true",
+                        help="choose the hybrid weights leaving one conversation out (turns)")
+    parser.add_argument("--turn-by-turn", action="store_true",
+                        help="one add per turn: no neighbouring-turn context (the old protocol)")
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/locomo.json")
     args = parser.parse_args()
     modes = args.mode or ["turns", "observations"]
@@ -53,7 +58,9 @@ def main() -> None:
     reports = []
     for mode in modes:
         progress = Progress() if sys.stderr.isatty() or args.progress else None
-        report = run_locomo(args.data, mode=mode, search=searches, progress=progress)
+        report = run_locomo(args.data, mode=mode, search=searches, progress=progress,
+                            cross_validation=args.cross_validate and mode == "turns",
+                            dialogue=not args.turn_by_turn)
         print(format_report(report), flush=True)
         print()
         reports.append(report)

@@ -51,8 +51,8 @@ class CustomPrompts(_Section):
 
 class SearchConfig(_Section):
     mode: Literal["hybrid", "vector", "keyword"] | None = None
-    vector_weight: float = Field(default=0.5, ge=0)
-    keyword_weight: float = Field(default=0.5, ge=0)
+    vector_weight: float = Field(default=0.7, ge=0)  # chosen by cross-validation on LoCoMo
+    keyword_weight: float = Field(default=0.3, ge=0)
     candidates: int = Field(default=100, ge=1)
 
 

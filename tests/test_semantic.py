@@ -60,3 +60,12 @@ def test_default_config_is_sqlite_plus_local_embedder(tmp_path: object, monkeypa
         m.add("I like hiking in the Alps", user_id="u", infer=False)
         assert m.search("mountain walks", user_id="u").results[0].memory == "I like hiking in the Alps"
     assert (tmp_path / ".memkit" / "memkit.db").exists()  # type: ignore[operator]
+
+
+def test_a_function_word_query_scores_no_memory_high() -> None:
+    with Memory.from_config({"vector_store": {"provider": "sqlite", "config": {"path": ":memory:"}}}) as m:
+        m.add(["I'm vegetarian and allergic to peanuts.", "I work as a data engineer in Lisbon.",
+               "On weekends I go bouldering."], user_id="alice", infer=False)
+        assert all(r.score is not None and r.score < 0.7 for r in m.search("I", user_id="alice").results)
+        top = m.search("peanuts", user_id="alice").results[0]
+        assert top.memory.startswith("I'm vegetarian") and top.score is not None and top.score > 0.85

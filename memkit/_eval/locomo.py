@@ -1,12 +1,12 @@
 """Retrieval quality on LoCoMo, offline: no LLM, only memkit's public API.
 
 Each conversation becomes one scope (``user_id`` = its ``sample_id``). In
-``turns`` mode every dialog turn is stored with ``infer=False`` as
-``"<speaker>: <text>"`` (plus ``" and shared <caption>"`` for an image), with
-the session date as its timestamp and the turn's ``dia_id`` in its metadata;
-in ``observations`` mode the per-session observation facts are stored instead,
-with their evidence ids. Every question is then searched in its scope; a
-memory covers the evidence ids in its metadata.
+``turns`` mode each session is one ``add(..., infer=False)`` of its turns, as
+``"<speaker>: <text>"`` (plus ``" and shared <caption>"`` for an image) with the
+speaker as the message's name and the session date as the timestamp; in
+``observations`` mode the per-session observation facts are stored instead.
+The evaluator keeps which evidence ids each stored memory covers. Every
+question is then searched in its scope and scored on those ids.
 
     >>> report = run_locomo("locomo10.json", mode="turns", search="hybrid")
     >>> print(format_report(report))
@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+from memkit._eval.crossval import GRID, cross_validate, format_cross_validation
+from memkit.embeddings.base import Embedder, Matrix
 
 if TYPE_CHECKING:
     from memkit._memory import Memory
@@ -89,12 +92,13 @@ def session_date(text: str | None) -> datetime | None:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One memory to store: its text, evidence ids and timestamp."""
+    """One memory to store: its text, evidence ids, session, timestamp and speaker."""
 
     text: str
     dia_ids: tuple[str, ...]
     session: int
     timestamp: datetime | None
+    speaker: str | None = None
 
 
 def sessions(conversation: dict[str, Any]) -> list[int]:
@@ -114,7 +118,7 @@ def entries(sample: dict[str, Any], mode: Mode) -> list[Entry]:
                 if turn.get("blip_caption"):
                     text += f" and shared {turn['blip_caption']}"
                 out.append(Entry(text, tuple(normalise_evidence(turn.get("dia_id"))), n,
-                                 _offset(start, index)))
+                                 _offset(start, index), str(turn["speaker"])))
         else:
             observed = (sample.get("observation") or {}).get(f"session_{n}_observation") or {}
             index = 0
@@ -132,35 +136,37 @@ def _offset(start: datetime | None, index: int) -> datetime | None:
     return None if start is None else start + timedelta(seconds=index)
 
 
-def ingest(memory: Memory, sample: dict[str, Any], mode: Mode) -> int:
-    """Store one conversation in its own scope; returns how many memories it holds."""
+Evidence = dict[str, list[str]]
+"""Memory id -> the evidence ids it covers, kept by the evaluator (not in the memory)."""
+
+
+def ingest(memory: Memory, sample: dict[str, Any], mode: Mode, evidence: Evidence,
+           dialogue: bool = True) -> int:
+    """Store one conversation in its own scope; returns how many memories it holds.
+
+    With ``dialogue`` each session is one ``add`` of its turns, each with its
+    speaker's name (so memkit indexes each turn with its neighbours); otherwise
+    every item is its own ``add``. A text stored twice is one memory covering
+    the evidence of both.
+    """
     user_id = str(sample["sample_id"])
-    by_text: dict[str, tuple[str, list[str]]] = {}
-    for entry in entries(sample, mode):
-        if not entry.text.strip():
-            continue
-        known = by_text.get(entry.text)
-        if known is not None:  # memkit stores a text once per scope: merge the evidence
-            memory_id, dia_ids = known
-            dia_ids.extend(d for d in entry.dia_ids if d not in dia_ids)
-            memory.update(memory_id, entry.text, metadata={"dia_ids": list(dia_ids)})
-            continue
-        result = memory.add(
-            [{"role": "user", "content": entry.text}], user_id=user_id, infer=False,
-            timestamp=entry.timestamp,
-            metadata=_metadata(entry, mode),
-        )
-        added = [e for e in result.results if e.event == "ADD"]
-        if added:
-            by_text[entry.text] = (added[0].id, list(entry.dia_ids))
-    return len(by_text)
-
-
-def _metadata(entry: Entry, mode: Mode) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"dia_ids": list(entry.dia_ids), "session": entry.session}
-    if mode == "turns" and entry.dia_ids:
-        metadata["dia_id"] = entry.dia_ids[0]
-    return metadata
+    stored: set[str] = set()
+    groups: dict[tuple[int, int], list[Entry]] = {}
+    for index, entry in enumerate(e for e in entries(sample, mode) if e.text.strip()):
+        key = (entry.session, 0) if dialogue else (entry.session, index)
+        groups.setdefault(key, []).append(entry)
+    for group in groups.values():
+        messages = [{"role": "user", "content": e.text, **({"name": e.speaker} if e.speaker else {})}
+                    for e in group]
+        result = memory.add(messages, user_id=user_id, infer=False, timestamp=group[0].timestamp,
+                            metadata={"session": group[0].session})
+        ids = {event.memory: event.id for event in result.results}
+        for entry in group:
+            memory_id = ids[entry.text]
+            stored.add(memory_id)
+            covered = evidence.setdefault(memory_id, [])
+            covered.extend(d for d in entry.dia_ids if d not in covered)
+    return len(stored)
 
 
 @dataclass(slots=True)
@@ -218,10 +224,11 @@ def _questions(samples: Sequence[dict[str, Any]]) -> Iterator[tuple[str, dict[st
 
 def evaluate(
     memory: Memory, samples: Sequence[dict[str, Any]], search: SearchMode,
-    progress: Progress | None = None,
+    evidence_of: Evidence, progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Search every question in its scope and score the top 50 against its evidence."""
     per_category: dict[int, _Tally] = {}
+    per_conversation: dict[str, _Tally] = {}
     paper = _Tally()
     without_evidence = 0
     total = sum(len(s["qa"]) for s in samples)
@@ -229,18 +236,22 @@ def evaluate(
     for done, (user_id, qa) in enumerate(_questions(samples), start=1):
         category = int(qa.get("category", 0))
         evidence = normalise_evidence(qa.get("evidence") or [])
+        conversation = per_conversation.setdefault(user_id, _Tally())
         if not evidence:  # the paper counts these as found
             without_evidence += 1
             ones = dict.fromkeys(KS, 1.0)
             paper.add(ones, ones, 1.0)
+            conversation.add(ones, ones, 1.0)
         else:
             hits = memory.search(str(qa["question"]), user_id=user_id, limit=max(KS), mode=search)
             # Ties are ordered by the memories' first evidence id so that runs agree.
-            ranked = sorted(hits.results, key=_rank_key)
-            ids = [list(item.metadata.get("dia_ids") or []) for item in ranked]
+            covered = [evidence_of.get(item.id, []) for item in hits.results]
+            ranked = sorted(zip(hits.results, covered, strict=True), key=_rank_key)
+            ids = [dia_ids for _, dia_ids in ranked]
             recall, hit, rr = score(evidence, ids)
             per_category.setdefault(category, _Tally()).add(recall, hit, rr)
             paper.add(recall, hit, rr)
+            conversation.add(recall, hit, rr)
         if progress:
             progress(f"questions ({search})", done, total)
     order = [c for c in CATEGORIES if c in per_category]
@@ -260,15 +271,16 @@ def evaluate(
         "categories": categories,
         "macro_1_4": macro,
         "paper_overall": paper.summary(),
+        "conversations": {c: t.summary() for c, t in per_conversation.items()},
         "questions": total,
         "questions_without_evidence": without_evidence,
         "search_seconds": time.perf_counter() - started,
     }
 
 
-def _rank_key(item: MemoryItem) -> tuple[float, int, int, str]:
+def _rank_key(pair: tuple[MemoryItem, list[str]]) -> tuple[float, int, int, str]:
     """Best first; equal scores by first evidence id, then text, never by random ids."""
-    ids = item.metadata.get("dia_ids") or []
+    item, ids = pair
     match = _EVIDENCE.fullmatch(str(ids[0])) if ids else None
     session, turn = (int(match[1]), int(match[2])) if match else (1 << 30, 0)
     return (-round(item.score or 0.0, 9), session, turn, item.memory)
@@ -282,6 +294,35 @@ def default_memory() -> Memory:
     return Memory.from_config({"vector_store": store})
 
 
+class _TimedEmbedder(Embedder):
+    """Counts the seconds spent embedding, to split a stage's time into its parts."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.dimension = inner.dimension
+        self.model_name = inner.model_name
+        self.seconds = 0.0
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        started = time.perf_counter()
+        try:
+            return self.inner.embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+def _view(base: Memory, embedder: Embedder, search: dict[str, Any] | None = None) -> Memory:
+    """A memory over ``base``'s components (not to be closed), optionally searching otherwise."""
+    from memkit._config import SearchConfig
+    from memkit._memory import Memory
+
+    config = base.config
+    if search is not None:
+        config = config.model_copy(update={"search": SearchConfig.model_validate(search)})
+    return Memory(config, llm=base.llm, embedder=embedder, vector_store=base.vector_store,
+                  history=base._runtime.history)
+
+
 def run_locomo(
     data_path: str | Path | None = None,
     *,
@@ -289,46 +330,76 @@ def run_locomo(
     search: SearchMode | Sequence[SearchMode] = "hybrid",
     memory_factory: Callable[[], Memory] | None = None,
     progress: Progress | None = None,
+    cross_validation: bool = False,
+    dialogue: bool = True,
 ) -> dict[str, Any]:
     """Ingest a LoCoMo file with ``mode`` and evaluate ``search`` (one mode or several).
 
     With several search modes the memories are stored once and every mode is
-    evaluated on them; the result holds one entry per mode under ``runs``.
+    evaluated on them; the result holds one entry per mode under ``runs``, each
+    with its timings split into query embedding and the rest (store and fusion).
+    ``cross_validation`` also chooses the hybrid fusion settings by leaving one
+    conversation out at a time (:mod:`memkit._eval.crossval`). ``dialogue=False``
+    stores turn by turn, without the neighbouring turns' context.
     """
     path = Path(data_path) if data_path is not None else default_data_path()
     samples = load_samples(path)
     searches: list[SearchMode] = [search] if isinstance(search, str) else list(search)
-    memory = (memory_factory or default_memory)()
+    base = (memory_factory or default_memory)()
+    timed = _TimedEmbedder(base.embedder)
+    memory = _view(base, timed)
     try:
         started = time.perf_counter()
         stored = 0
+        evidence: Evidence = {}
         for done, sample in enumerate(samples, start=1):
-            stored += ingest(memory, sample, mode)
+            stored += ingest(memory, sample, mode, evidence, dialogue)
             if progress:
                 progress(f"ingest ({mode})", done, len(samples))
         ingest_seconds = time.perf_counter() - started
-        runs = {s: evaluate(memory, samples, s, progress) for s in searches}
+        ingest_embedding = timed.seconds
+        runs = {}
+        for s in searches:
+            timed.seconds = 0.0
+            runs[s] = evaluate(memory, samples, s, evidence, progress)
+            runs[s]["query_embedding_seconds"] = timed.seconds
+        tuned = None
+        if cross_validation:
+            tuned = cross_validate(
+                lambda config: _view(base, timed, config),
+                lambda view: evaluate(view, samples, "hybrid", evidence, progress), GRID,
+            )
     finally:
-        memory.close()
+        base.close()
     return {
         "data": str(path),
         "conversations": [str(s["sample_id"]) for s in samples],
         "mode": mode,
+        "dialogue": dialogue,
         "memories": stored,
         "ingest_seconds": ingest_seconds,
+        "ingest_embedding_seconds": ingest_embedding,
         "runs": runs,
+        **({"cross_validation": tuned} if tuned is not None else {}),
     }
 
 
 def format_report(report: dict[str, Any]) -> str:
     """A plain-text table per search mode: recall@k, hit@k and MRR by category."""
     lines = [f"LoCoMo {report['mode']}: {len(report['conversations'])} conversations, "
-             f"{report['memories']} memories, {report['data']}"]
+             f"{report['memories']} memories, {report['data']}",
+             f"ingest {report['ingest_seconds']:.1f} s (embedding "
+             f"{report['ingest_embedding_seconds']:.1f} s, the rest store writes)"]
     header = "  ".join(f"R@{k:<3}" for k in KS) + "  " + "  ".join(f"H@{k:<3}" for k in KS)
     for search, run in report["runs"].items():
         lines.append("")
+        searched = run["questions"] - run["questions_without_evidence"]
+        per_query = 1000 * run["search_seconds"] / max(1, searched)
+        embedding = 1000 * run.get("query_embedding_seconds", 0.0) / max(1, searched)
         lines.append(f"[{report['mode']} / {search}]  {run['questions']} questions, "
-                     f"{run['questions_without_evidence']} without evidence")
+                     f"{run['questions_without_evidence']} without evidence; "
+                     f"{per_query:.1f} ms a search ({embedding:.1f} ms query embedding, "
+                     f"{per_query - embedding:.1f} ms store and fusion)")
         lines.append(f"{'category':<22}{'n':>5}  {header}  {'MRR':>5}")
         rows = [(f"{c} {v['name']}", v) for c, v in run["categories"].items()]
         rows.append(("macro 1-4", {**run["macro_1_4"], "questions": ""}))
@@ -337,4 +408,6 @@ def format_report(report: dict[str, Any]) -> str:
             recall = "  ".join(f"{v['recall'][str(k)]:5.1f}" for k in KS)
             hit = "  ".join(f"{v['hit'][str(k)]:5.1f}" for k in KS)
             lines.append(f"{name:<22}{v['questions']!s:>5}  {recall}  {hit}  {v['mrr']:5.3f}")
+    if "cross_validation" in report:
+        lines += ["", format_cross_validation(report["cross_validation"])]
     return "\n".join(lines)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 import re
 import uuid
 from collections.abc import Callable, Sequence
@@ -14,6 +16,7 @@ from memkit._models import AddResult, HistoryRecord, MemoryEvent, OperationError
 from memkit._pipeline import prompts
 from memkit._pipeline.apply import apply
 from memkit._pipeline.effects import Complete, Embed, Flow, Search
+from memkit._pipeline.context import is_dialogue, with_neighbours, with_previous
 from memkit._pipeline.inputs import Scope, text_hash
 from memkit._pipeline.parsing import Decision, ParseError, parse_decisions, parse_facts
 from memkit._time import to_datetime
@@ -344,7 +347,16 @@ def _add_verbatim(req: AddRequest) -> Flow[AddResult]:
     kept = [m for m in req.messages if m["role"] != "system" and m["content"].strip()]
     if not kept:
         return AddResult()
-    vectors = yield from _embed(req, [m["content"] for m in kept], plan.errors)
+    texts = [m["content"] for m in kept]
+    if is_dialogue([m.get("name") or m["role"] for m in kept]):
+        # Each turn is indexed with its context: embedded after the turn before it, then
+        # mixed with its neighbours (what get() returns is the turn alone).
+        contextual = yield from _embed(req, with_previous(texts), plan.errors)
+        vectors = contextual
+        if all(v is not None for v in contextual):
+            vectors = list(with_neighbours(np.stack(contextual)))  # type: ignore[arg-type]
+    else:
+        vectors = yield from _embed(req, texts, plan.errors)
     for message, vector in zip(kept, vectors, strict=True):
         if vector is None:
             continue

@@ -31,12 +31,13 @@ from memkit._pipeline.effects import (
 from memkit._pipeline.fusion import fuse
 from memkit._pipeline.inputs import (
     Scope,
-    keyword_query,
+    bounded_words,
     memory_id_of,
     query_of,
     text_hash,
     text_of,
 )
+from memkit._pipeline.keywords import keyword_query
 from memkit._time import to_datetime
 from memkit.stores.base import Hit, Record, WriteBatch
 
@@ -46,8 +47,8 @@ SearchMode = Literal["hybrid", "vector", "keyword"]
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
     mode: SearchMode | None = None
-    vector_weight: float = 0.5
-    keyword_weight: float = 0.5
+    vector_weight: float = 0.7
+    keyword_weight: float = 0.3
     candidates: int = 100
 
 
@@ -67,9 +68,11 @@ def search_flow(
     if mode != "keyword":
         vectors = yield Embed((query,))
         vector_hits = yield Search(vectors[0], pool, filter)
-    words = keyword_query(query) if mode != "vector" else ""
-    if words:
-        keyword_hits = yield KeywordSearch(words, pool, filter)
+    # Bounded first (a 100 KB query of one word becomes one term), then content words only:
+    # a query of function words ("I") has no keyword evidence.
+    terms = keyword_query(bounded_words(query)) if mode != "vector" else None
+    if terms is not None:
+        keyword_hits = yield KeywordSearch(terms, pool, filter)
     if mode == "hybrid":
         hits = fuse(vector_hits, keyword_hits, vector_weight=settings.vector_weight,
                     keyword_weight=settings.keyword_weight, limit=limit)

@@ -58,7 +58,7 @@ def query_of(query: object) -> str:
     return text_of(query, "the query", limit=MAX_QUERY_CHARS)
 
 
-def keyword_query(query: str) -> str:
+def bounded_words(query: str) -> str:
     """The words keyword search looks for: split at whitespace and control characters,
     kept when they hold a letter or digit, de-duplicated ignoring case, at most
     MAX_KEYWORD_TERMS of at most MAX_KEYWORD_TERM_CHARS characters each."""

@@ -435,6 +435,9 @@ def eval_locomo(
         help="Store raw turns or the dataset's observations.")] = "turns",
     search_mode: Annotated[list[str] | None, typer.Option(
         "--search", help="hybrid, vector or keyword (repeat for several).")] = None,
+    cross_validate: Annotated[bool, typer.Option(
+        "--cross-validate", help="Also choose the hybrid weights leaving one conversation out.",
+    )] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Retrieval recall on LoCoMo: ingest with infer=False, then search every question."""
@@ -461,7 +464,8 @@ def eval_locomo(
 
         try:
             report = run_locomo(data, mode=mode, search=searches,  # type: ignore[arg-type]
-                                memory_factory=factory if custom else None, progress=advance)
+                                memory_factory=factory if custom else None, progress=advance,
+                                cross_validation=cross_validate)
         except (MemkitError, OSError, ValueError, ImportError) as exc:
             fail(str(exc))
     _emit(report, as_json, lambda: print(format_report(report)))

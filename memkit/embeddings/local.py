@@ -29,6 +29,7 @@ import numpy.typing as npt
 from memkit._errors import ConfigError, EmbeddingError
 from memkit._imports import require
 from memkit.embeddings.base import Embedder, Matrix, normalise
+from memkit.embeddings.batching import MicroBatcher
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
@@ -149,6 +150,7 @@ class LocalEmbedder(Embedder):
         self.files = files
         self.batch_size = batch_size
         self.threads = threads or _available_cpus()
+        self._batcher = MicroBatcher(self.embed)
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         if isinstance(texts, str):
@@ -162,6 +164,14 @@ class LocalEmbedder(Embedder):
         else:
             rows = _load(self.files, self.threads).encode(texts, self.batch_size)
         return normalise(rows, len(texts), DIMENSION)
+
+    async def aembed(self, texts: Sequence[str]) -> Matrix:
+        """Off the event loop, in one model call with the loop's concurrent embeddings."""
+        if isinstance(texts, str):
+            raise TypeError("aembed() takes a sequence of strings, not a single string")
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        return await self._batcher.embed(texts)
 
 
 @dataclass(frozen=True)

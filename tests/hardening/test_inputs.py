@@ -13,7 +13,7 @@ from memkit._pipeline.inputs import (
     MAX_CONVERSATION_CHARS,
     MAX_METADATA_CHARS,
     MAX_TEXT_CHARS,
-    keyword_query,
+    bounded_words,
 )
 from memkit.testing import ScriptedLLM
 from tests.pipeline.conftest import MakeMemory, facts
@@ -181,10 +181,10 @@ def test_keyword_queries_with_nul_or_repeated_words_work_on_every_store(
 
 
 def test_keyword_queries_are_deduplicated_and_capped() -> None:
-    assert keyword_query("tea Tea TEA tea\x00coffee , !!") == "tea coffee"
+    assert bounded_words("tea Tea TEA tea\x00coffee , !!") == "tea coffee"
     many = " ".join(f"w{i}" for i in range(1000))
-    assert keyword_query(many).split() == [f"w{i}" for i in range(32)]
-    assert keyword_query("x" * 500) == "x" * 64
+    assert bounded_words(many).split() == [f"w{i}" for i in range(32)]
+    assert bounded_words("x" * 500) == "x" * 64
 
 
 def test_search_refuses_a_lone_surrogate_in_the_query(make_memory: MakeMemory) -> None:

@@ -1,0 +1,74 @@
+"""32 concurrent ``AsyncMemory.add`` against one add, at a model latency of 300 ms.
+
+    python bench/concurrency.py                 # memkit as it is
+    python bench/concurrency.py --per-call-embedding   # each add embeds in its own thread
+
+The LLM is bench/stub_llm.py in its own process (300 ms a call); the embedder
+is memkit's local model in-process; the store is the default SQLite file. Each
+round: one warm-up add, one timed add, then ``--concurrency`` adds of other
+scopes at once. Reads ../shared/data/locomo/locomo10-dev.json for the turns
+(in place). Writes bench/results/concurrency.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+import vs_mem0  # noqa: E402
+from _common import machine, table, write_results  # noqa: E402
+from stub_llm import StubProcess  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=vs_mem0.DEFAULT_DATA)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--latency-ms", type=float, default=300.0)
+    parser.add_argument("--turns-per-add", type=int, default=2)
+    parser.add_argument("--per-call-embedding", action="store_true",
+                        help="the embedder's plain thread per call (no micro-batching)")
+    parser.add_argument("--out", type=Path, default=REPO / "bench/results/concurrency.json")
+    args = parser.parse_args()
+    if args.per_call_embedding:
+        from memkit.embeddings.base import Embedder
+        from memkit.embeddings.local import LocalEmbedder
+
+        LocalEmbedder.aembed = Embedder.aembed  # type: ignore[method-assign]
+    turns = vs_mem0.load_turns(args.data)
+    rounds: list[dict[str, Any]] = []
+    with StubProcess() as stub:
+        stub.reset()
+        for r in range(args.rounds):
+            pool = vs_mem0.windows(turns[200 + r * 50:], args.concurrency + 2,
+                                   args.turns_per_add, "x")
+            for i, add in enumerate(pool):
+                add["user_id"] = f"r{r}c{i}"
+            job = {"warmup": pool[0], "single": pool[1], "adds": pool[2:]}
+            stub.latency_ms = args.latency_ms
+            result = vs_mem0.memkit_concurrent(stub, job, "sqlite")
+            result["ratio"] = result["concurrent_s"] / result["single_s"]
+            rounds.append(result)
+            print(f"round {r + 1}: one add {result['single_s']:.3f} s, "
+                  f"{args.concurrency} adds {result['concurrent_s']:.3f} s, "
+                  f"ratio {result['ratio']:.2f}", flush=True)
+    ratio = statistics.median(r["ratio"] for r in rounds)
+    print(table(["one add s (median)", f"{args.concurrency} adds s (median)", "ratio (median)"], [[
+        statistics.median(r["single_s"] for r in rounds),
+        statistics.median(r["concurrent_s"] for r in rounds), ratio]]))
+    write_results(args.out, {"machine": machine(), "config": {
+        k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "rounds": rounds, "median_ratio": ratio, "at": time.time()})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""Concurrent async embeddings are coalesced into few model calls, each caller gets its rows."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from memkit.embeddings.base import Matrix
+from memkit.embeddings.batching import MicroBatcher
+from memkit.testing import HashEmbedder
+
+
+class Recording:
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.threads: set[int] = set()
+        self.inner = HashEmbedder()
+
+    def __call__(self, texts: Sequence[str]) -> Matrix:
+        self.calls.append(list(texts))
+        self.threads.add(threading.get_ident())
+        if "boom" in texts:
+            raise RuntimeError("model failed")
+        return self.inner.embed(texts)
+
+
+def test_concurrent_calls_share_model_calls_and_get_their_own_rows() -> None:
+    model = Recording()
+    batcher = MicroBatcher(model)
+    requests = [[f"text {i}", f"other {i}"] if i % 2 else [f"text {i}"] for i in range(32)]
+
+    async def main() -> list[Matrix]:
+        return await asyncio.gather(*(batcher.embed(r) for r in requests))
+
+    results = asyncio.run(main())
+    assert len(model.calls) < len(requests) / 4
+    assert sum(len(c) for c in model.calls) == sum(len(r) for r in requests)
+    for request, rows in zip(requests, results, strict=True):
+        np.testing.assert_array_equal(rows, HashEmbedder().embed(request))
+    assert threading.get_ident() not in model.threads  # never on the event loop's thread
+
+
+def test_a_failing_batch_fails_its_callers_and_the_next_batch_runs() -> None:
+    model = Recording()
+    batcher = MicroBatcher(model)
+
+    async def main() -> tuple[list[object], Matrix]:
+        failed = await asyncio.gather(batcher.embed(["boom"]), batcher.embed(["fine"]),
+                                      return_exceptions=True)
+        return failed, await batcher.embed(["after"])
+
+    failed, after = asyncio.run(main())
+    assert all(isinstance(e, RuntimeError) for e in failed)
+    assert after.shape == (1, HashEmbedder().dimension)
+
+
+def test_batches_stay_under_the_text_cap() -> None:
+    model = Recording()
+    batcher = MicroBatcher(model, max_texts=5)
+
+    async def main() -> None:
+        await asyncio.gather(*(batcher.embed(["a", "b"]) for _ in range(10)))
+
+    asyncio.run(main())
+    assert all(len(c) <= 5 for c in model.calls)
+    assert sum(len(c) for c in model.calls) == 20
+
+
+def test_each_event_loop_has_its_own_queue() -> None:
+    batcher = MicroBatcher(Recording())
+    for _ in range(2):  # a closed loop's queue must not block the next loop
+        rows = asyncio.run(batcher.embed(["x"]))
+        assert rows.shape[0] == 1

@@ -1,0 +1,79 @@
+"""The LoCoMo evaluation on a small conversation written here (the real data is never copied)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memkit import Memory
+from memkit._eval.crossval import GRID
+from memkit._eval.locomo import format_report, run_locomo
+from memkit.testing import HashEmbedder, ScriptedLLM
+
+
+def _sample(sample_id: str, topic: str) -> dict[str, Any]:
+    turns = [
+        ("Ann", f"I went to a {topic} class yesterday."),
+        ("Ben", "That sounds fun, how was it?"),
+        ("Ann", "Great, the teacher was patient."),
+        ("Ben", "My cat knocked over a vase this morning."),
+    ]
+    return {
+        "sample_id": sample_id,
+        "conversation": {
+            "speaker_a": "Ann", "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [{"speaker": s, "text": t, "dia_id": f"D1:{i + 1}"}
+                          for i, (s, t) in enumerate(turns)],
+        },
+        "qa": [
+            {"question": f"What class did Ann take in {topic}?", "evidence": ["D1:1"],
+             "category": 4},
+            {"question": "What did Ben's cat break?", "evidence": ["D1:4"], "category": 4},
+            {"question": "Is there anything unanswerable?", "category": 5},
+        ],
+    }
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([_sample("a", "pottery"), _sample("b", "salsa")]))
+    return path
+
+
+def _memory() -> Memory:
+    return Memory({"vector_store": {"provider": "memory"}}, llm=ScriptedLLM(),
+                  embedder=HashEmbedder())
+
+
+def test_keyword_search_finds_the_evidence_turn_first(data: Path) -> None:
+    report = run_locomo(data, search="keyword", memory_factory=_memory)
+    run = report["runs"]["keyword"]
+    assert report["memories"] == 8
+    assert run["categories"]["4"]["recall"]["1"] == 100.0
+    assert run["questions_without_evidence"] == 2
+    assert set(run["conversations"]) == {"a", "b"}
+    assert run["paper_overall"]["recall"]["1"] == 100.0
+
+
+def test_cross_validation_chooses_per_held_out_conversation(data: Path) -> None:
+    report = run_locomo(data, search=["hybrid", "vector"], memory_factory=_memory,
+                        cross_validation=True)
+    tuned = report["cross_validation"]
+    assert [f["held_out"] for f in tuned["folds"]] == ["a", "b"]
+    assert {f["chosen"] for f in tuned["folds"]} <= {s.label for s in GRID}
+    assert set(tuned["settings"]) == {s.label for s in GRID}
+    assert tuned["held_out_min"] <= tuned["held_out_mean"] <= tuned["held_out_max"]
+    text = format_report(report)
+    assert "held-out R@10" in text and "ms a search" in text
+
+
+def test_turn_by_turn_and_dialogue_store_the_same_memories(data: Path) -> None:
+    dialogue = run_locomo(data, search="keyword", memory_factory=_memory)
+    turns = run_locomo(data, search="keyword", memory_factory=_memory, dialogue=False)
+    assert dialogue["memories"] == turns["memories"]
+    assert dialogue["runs"]["keyword"]["paper_overall"] == turns["runs"]["keyword"]["paper_overall"]
