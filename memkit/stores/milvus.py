@@ -17,11 +17,13 @@ raise :class:`~memkit.FilterError`; every other filter is exact.
 ``list`` sorts the matching ids and creation times (Milvus queries have no
 order) and fetches one page. Every operation is written once, as a generator
 of client calls (``lambda c: c.upsert(...)``); the sync driver runs them on
-``MilvusClient`` and the async one awaits them on ``AsyncMilvusClient`` (made
-on first async use), except ``aopen``, which runs in a worker thread because
-the async client cannot create an index on Milvus Lite. There is no keyword
-search (Milvus' BM25 functions are not used yet). Writes hold the store's lock (see
-docs/backends.md).
+``MilvusClient``. On a server the async driver awaits them on
+``AsyncMilvusClient`` (made on first async use; ``aopen`` runs in a worker
+thread, as creating an index through the async client fails on Milvus Lite).
+On Milvus Lite, whose server drops the async client's connections with "Too
+many pings" now and then, the async methods run the sync client in a worker
+thread. There is no keyword search (Milvus' BM25 functions are not used yet).
+Writes hold the store's lock (see docs/backends.md).
 """
 
 from __future__ import annotations
@@ -107,13 +109,18 @@ class MilvusStore(DrivenStore):
             raise VectorStoreError(f"milvus: {exc}") from exc
         self._aclient: Any = None  # made on first async use, on the running loop
         self._dimension: int | None = None
-        self.native_async = True
+        # Milvus Lite answers the async client's keepalive pings with "Too many pings"
+        # (GOAWAY) now and then; there the async methods run the sync client in a thread.
+        self.local = uri.endswith(".db")
+        self.native_async = not self.local
 
     # -- drivers ---------------------------------------------------------
     def _run(self, op: Op[T]) -> T:
         return run_calls(op, self._client, "milvus")
 
     async def _arun(self, op: Op[T]) -> T:
+        if self.local:
+            return await asyncio.to_thread(self._run, op)
         if self._aclient is None:
             try:
                 self._aclient = self._pymilvus.AsyncMilvusClient(uri=self.uri, token=self.token or "")
