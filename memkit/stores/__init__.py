@@ -8,6 +8,8 @@ PROVIDERS: dict[str, str] = {
     "qdrant": "memkit.stores.qdrant:QdrantStore",
     "chroma": "memkit.stores.chroma:ChromaStore",
     "pgvector": "memkit.stores.pgvector:PgVectorStore",
+    "milvus": "memkit.stores.milvus:MilvusStore",
+    "lancedb": "memkit.stores.lancedb:LanceDBStore",
 }
 
 __all__ = ["PROVIDERS", "Hit", "Record", "VectorStore", "WriteBatch"]

@@ -101,6 +101,48 @@ def _drop_chroma_collections(stores: list[VectorStore]) -> None:
             stores[0].client.delete_collection(name)
 
 
+def _lancedb(tmp: pytest.TempPathFactory, name: str) -> VectorStore:
+    from memkit.stores.lancedb import LanceDBStore
+
+    return LanceDBStore(os.fspath(tmp.mktemp("lancedb")), collection_name=name)
+
+
+def _reopen_lancedb(store: VectorStore) -> VectorStore:
+    from memkit.stores.lancedb import LanceDBStore
+
+    assert isinstance(store, LanceDBStore)
+    return LanceDBStore(store.path, collection_name=store.collection_name)
+
+
+def _milvus(tmp: pytest.TempPathFactory, name: str) -> VectorStore:
+    from memkit.stores.milvus import MilvusStore
+
+    # One Milvus Lite file (so one embedded server, ~2-4 s to start) for the whole run;
+    # each store gets its own collection, dropped at teardown.
+    uri = os.fspath(tmp.getbasetemp() / "milvus-lite.db")
+    return MilvusStore(uri, collection_name=f"{name}_{uuid.uuid4().hex[:12]}")
+
+
+def _reopen_milvus(store: VectorStore) -> VectorStore:
+    from memkit.stores.milvus import MilvusStore
+
+    assert isinstance(store, MilvusStore)
+    return MilvusStore(store.uri, collection_name=store.collection_name)
+
+
+def _drop_milvus_collections(stores: list[VectorStore]) -> None:
+    from memkit.stores.milvus import MilvusStore
+
+    milvus = [s for s in stores if isinstance(s, MilvusStore)]
+    if milvus:
+        from pymilvus import MilvusClient
+
+        client = MilvusClient(uri=milvus[0].uri)
+        for name in {s.collection_name for s in milvus}:
+            client.drop_collection(name)
+        client.close()
+
+
 FACTORIES: dict[str, StoreFactory] = {
     "memory": StoreFactory(_memory),
     "qdrant-local": StoreFactory(_qdrant_local),
@@ -108,6 +150,8 @@ FACTORIES: dict[str, StoreFactory] = {
     "chroma-server": StoreFactory(_chroma_server, reopen=_reopen_chroma),
     "sqlite": StoreFactory(_sqlite, reopen=_reopen_sqlite),
     "pgvector": StoreFactory(_pgvector, reopen=_reopen_pgvector),
+    "lancedb": StoreFactory(_lancedb, reopen=_reopen_lancedb),
+    "milvus": StoreFactory(_milvus, reopen=_reopen_milvus),
 }
 
 
@@ -146,3 +190,4 @@ def store_factory(
     _drop_chroma_collections(stores.made)
     for store in stores.made:
         store.close()
+    _drop_milvus_collections(stores.made)

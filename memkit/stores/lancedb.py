@@ -1,0 +1,248 @@
+"""LanceDB: an embedded table in a directory (``path``), with its native full-text index.
+
+Each row holds the id, the vector, the memory text (full-text indexed), the
+creation time, the record as JSON and the typed field slots of
+:mod:`memkit.stores._typed`, one nullable column per slot. A slot column is
+added (all null) the first time a record has that field and type, so the
+schema grows with the metadata keys in use. Filters become SQL over those
+columns: every leaf is ``col IS NOT NULL AND ...``, so a missing field makes a
+leaf false, never unknown, and ``NOT`` is the exact complement; a slot no row
+has yet is ``FALSE``. Every operator is expressible: strings compare by UTF-8
+bytes (code point order), substrings use ``strpos``, list elements
+``array_has``.
+
+Vector search is exact (no ANN index: LanceDB scans the prefiltered rows), so a
+filtered search returns ``limit`` hits whenever that many match. Keyword search
+is a BM25 match query over the memory's words (never query syntax), scores
+divided by the best. ``list`` sorts the matching ids and creation times and
+fetches one page. LanceDB's Python API is synchronous here: the async methods
+run in a worker thread. Writes hold the store's lock (see docs/backends.md).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from memkit._errors import ConfigError, VectorStoreError
+from memkit._filters import Filter, Scalar
+from memkit._imports import require
+from memkit.stores._typed import Dialect, slots, translate
+from memkit.stores.base import (
+    Hit,
+    Order,
+    Record,
+    Vector,
+    VectorStore,
+    cosine_to_score,
+    page_after,
+)
+
+pa: Any = require("pyarrow", "lancedb")
+
+_WORD = re.compile(r"\w+")
+_OPS = {"==": "="}
+_SLOT_TYPES = {"n": pa.float64(), "b": pa.bool_(), "s": pa.string(), "l": pa.string(),
+               "ln": pa.list_(pa.float64()), "lb": pa.list_(pa.bool_()),
+               "ls": pa.list_(pa.string()), "ll": pa.list_(pa.string())}
+_CHUNK = 500
+
+
+def literal(value: Scalar) -> str:
+    """A SQL literal: strings quoted with doubled quotes, numbers as doubles."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(float(value))
+
+
+class SQL(Dialect):
+    """LanceDB (DataFusion SQL) filters over the slot ``columns`` the table has."""
+
+    never = "FALSE"
+    words: ClassVar[dict[str, str]] = {"not": "NOT", "and": "AND", "or": "OR"}
+
+    def __init__(self, columns: set[str]) -> None:
+        self.columns = columns
+
+    def _guarded(self, slot: str, test: str) -> str:
+        return f"({slot} IS NOT NULL AND {test})" if slot in self.columns else self.never
+
+    def compare(self, slot: str, op: str, value: Scalar) -> str:
+        return self._guarded(slot, f"{slot} {_OPS.get(op, op)} {literal(value)}")
+
+    def has(self, slot: str, value: Scalar) -> str:
+        return self._guarded(slot, f"array_has({slot}, {literal(value)})")
+
+    def substring(self, slot: str, text: str) -> str:
+        return self._guarded(slot, f"strpos({slot}, {literal(text)}) > 0")
+
+
+def _ids(ids: Sequence[str]) -> str:
+    return "id IN (" + ", ".join(literal(i) for i in ids) + ")"
+
+
+class LanceDBStore(VectorStore):
+    """Memories as rows of a LanceDB table: vector, full-text indexed memory, typed slots."""
+
+    provider = "lancedb"
+    supports_keyword = True
+
+    def __init__(self, path: str = "./memkit-lancedb", collection_name: str = "memkit") -> None:
+        super().__init__()
+        lancedb = require("lancedb", "lancedb")
+        self.path = path
+        self.collection_name = collection_name
+        self._db = lancedb.connect(path)
+        self._table: Any = None
+        self._dimension: int | None = None
+
+    # -- lifecycle -------------------------------------------------------
+    def open(self, dimension: int, model: str) -> None:
+        name = self.collection_name
+        try:
+            if name in self._db.table_names():
+                table = self._db.open_table(name)
+                stored = json.loads((table.schema.metadata or {}).get(b"memkit", b"null"))
+                if not isinstance(stored, dict):
+                    raise ConfigError(f"lancedb table {name!r} was not created by memkit")
+                if (stored.get("dimension"), stored.get("model")) != (dimension, model):
+                    raise ConfigError(
+                        f"collection {name!r} holds {stored.get('dimension')}-dimensional vectors "
+                        f"of {stored.get('model')!r}; got {dimension}-dimensional vectors of "
+                        f"{model!r}"
+                    )
+            else:
+                meta = json.dumps({"dimension": dimension, "model": model})
+                schema = pa.schema([
+                    pa.field("id", pa.string(), nullable=False),
+                    pa.field("vector", pa.list_(pa.float32(), dimension)),
+                    pa.field("memory", pa.string()),
+                    pa.field("created_at", pa.string()),
+                    pa.field("record", pa.string()),
+                ], metadata={"memkit": meta})
+                table = self._db.create_table(name, schema=schema)
+                table.create_fts_index("memory", replace=True)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise VectorStoreError(f"lancedb: {exc}") from exc
+        self._table, self._dimension = table, dimension
+
+    def close(self) -> None:
+        self._table = None
+
+    @property
+    def table(self) -> Any:
+        if self._table is None:
+            raise VectorStoreError("the lancedb store is not open (call open first)")
+        return self._table
+
+    def reset(self) -> None:
+        self.table.delete("TRUE")
+
+    # -- writes ----------------------------------------------------------
+    def _check(self, vector: Vector) -> None:
+        if vector.shape != (self._dimension,):
+            raise VectorStoreError(
+                f"vector has shape {vector.shape}, the collection holds {self._dimension} dimensions"
+            )
+
+    def _upsert(self, records: Sequence[Record]) -> None:
+        rows = []
+        for record in records:
+            assert record.vector is not None
+            self._check(record.vector)
+            rows.append({"id": record.id, "vector": record.vector.tolist(), "memory": record.memory,
+                         "created_at": record.created_at, "record": json.dumps(record.payload()),
+                         **slots(record)})
+        known = set(self.table.schema.names)
+        new = sorted({k for row in rows for k in row} - known)
+        if new:
+            self.table.add_columns(pa.schema([pa.field(k, _SLOT_TYPES[k.split("_")[0]])
+                                              for k in new]))
+        data = pa.Table.from_pylist(rows, schema=self.table.schema)
+        (self.table.merge_insert("id").when_matched_update_all()
+         .when_not_matched_insert_all().execute(data))
+
+    def insert(self, records: Sequence[Record]) -> None:
+        for record in records:
+            if record.vector is None:
+                raise VectorStoreError(f"record {record.id} has no vector")
+        for start in range(0, len(records), _CHUNK):
+            self._upsert(records[start:start + _CHUNK])
+
+    def update(self, records: Sequence[Record]) -> None:
+        if not records:
+            return
+        rows = (self.table.search().where(_ids([r.id for r in records]))
+                .select(["id", "vector"]).limit(None).to_arrow().to_pylist())
+        old = {row["id"]: row["vector"] for row in rows}
+        for record in records:
+            if record.id not in old:
+                raise VectorStoreError(f"no record {record.id} to update")
+        self._upsert([r if r.vector is not None else r.with_vector(
+            pa.array(old[r.id], pa.float32()).to_numpy(zero_copy_only=False)) for r in records])
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), _CHUNK):
+            self.table.delete(_ids(ids[start:start + _CHUNK]))
+
+    # -- reads -----------------------------------------------------------
+    def _where(self, filter: Filter | None) -> str | None:
+        return None if filter is None else translate(filter, SQL(set(self.table.schema.names)))
+
+    def _rows(self, query: Any, filter: Filter | None, limit: int | None,
+              columns: builtins.list[str]) -> builtins.list[dict[str, Any]]:
+        where = self._where(filter)
+        if where is not None:
+            query = query.where(where, prefilter=True)
+        rows: builtins.list[dict[str, Any]] = query.select(columns).limit(limit).to_arrow().to_pylist()
+        return rows
+
+    def get(self, id: str) -> Record | None:
+        rows = (self.table.search().where(f"id = {literal(id)}").select(["id", "record"])
+                .limit(1).to_arrow().to_pylist())
+        return _record(rows[0]) if rows else None
+
+    def search(self, vector: Vector, limit: int, filter: Filter | None = None) -> builtins.list[Hit]:
+        self._check(vector)
+        query = self.table.search(vector.tolist(), vector_column_name="vector").distance_type("cosine")
+        rows = self._rows(query, filter, limit, ["id", "record"])
+        return [Hit(_record(row), cosine_to_score(1.0 - row["_distance"])) for row in rows]
+
+    def keyword_search(self, text: str, limit: int, filter: Filter | None = None) -> builtins.list[Hit]:
+        words = _WORD.findall(text.lower())
+        if not words:
+            return []
+        query_type = require("lancedb.query", "lancedb")
+        query = self.table.search(query_type.MatchQuery(" ".join(words), "memory"),
+                                  query_type="fts")
+        rows = self._rows(query, filter, limit, ["id", "record"])
+        top = max((row["_score"] for row in rows), default=0.0)
+        return [Hit(_record(row), row["_score"] / top if top > 0 else 0.0) for row in rows]
+
+    def list(
+        self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
+        order: Order = "id",
+    ) -> tuple[builtins.list[Record], str | None]:
+        keys = [Record(id=row["id"], memory="", hash="", updated_at="", created_at=row["created_at"])
+                for row in self._rows(self.table.search(), filter, None, ["id", "created_at"])]
+        wanted, next_cursor = page_after(keys, order, cursor, limit)
+        if not wanted:
+            return [], None
+        rows = (self.table.search().where(_ids([r.id for r in wanted])).select(["id", "record"])
+                .limit(None).to_arrow().to_pylist())
+        by_id = {row["id"]: _record(row) for row in rows}
+        return [by_id[r.id] for r in wanted if r.id in by_id], next_cursor
+
+    def count(self, filter: Filter | None = None) -> int:
+        return int(self.table.count_rows(self._where(filter)))
+
+
+def _record(row: dict[str, Any]) -> Record:
+    return Record.from_payload(row["id"], json.loads(row["record"]))
