@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
+import numpy as np
+
 from memkit._errors import EmbeddingError, LLMError
 from memkit._filters import Filter, all_of
 from memkit._models import AddResult, HistoryRecord, MemoryEvent, OperationError, Usage
 from memkit._pipeline import prompts
 from memkit._pipeline.apply import apply
-from memkit._pipeline.effects import Complete, Embed, Flow, Search
 from memkit._pipeline.context import is_dialogue, with_neighbours, with_previous
+from memkit._pipeline.effects import Complete, Embed, Flow, Search
 from memkit._pipeline.inputs import Scope, text_hash
 from memkit._pipeline.parsing import Decision, ParseError, parse_decisions, parse_facts
 from memkit._time import to_datetime
