@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from memkit._errors import (
     ConfigError,
+    ConflictError,
     EmbeddingError,
     FilterError,
     LLMError,
@@ -52,7 +53,7 @@ _LAZY = {
 }
 
 __all__ = [
-    "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "DeleteResult",
+    "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "ConflictError", "DeleteResult",
     "EmbeddingError", "ExportedMemory", "Filter", "FilterError", "HistoryRecord", "ImportResult",
     "LLMError", "MemkitError", "Memory", "MemoryConfig",
     "MemoryEvent", "MemoryItem", "Not", "NotFoundError", "OperationError", "Or", "ScopeError",

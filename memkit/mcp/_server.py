@@ -34,6 +34,9 @@ Filters = Annotated[dict[str, Any] | None, Field(description=(
     '{"OR": [{"topic": "food"}, {"topic": "travel"}]}. Operators: eq, ne, gt, gte, lt, lte, '
     "in, nin, contains, icontains; combinators AND, OR, NOT."))]
 MemoryId = Annotated[str, Field(description="The memory's id, as returned by another tool.")]
+AsOf = Annotated[str | None, Field(description=(
+    "Optional ISO 8601 time: answer with what was valid then (past versions included) "
+    "instead of now, e.g. \"2025-03-15\"."))]
 
 
 class ChatMessage(BaseModel):
@@ -103,13 +106,15 @@ def create_server(
         infer: Annotated[bool, Field(description=(
             "true: an LLM extracts facts and updates or removes contradicted memories. "
             "false: store the text verbatim, no LLM call."))] = True,
+        dry_run: Annotated[bool, Field(description=(
+            "true: only report what would change; nothing is stored."))] = False,
     ) -> dict[str, Any]:
         """Remember something about the user or the conversation. Returns what changed:
         one event per memory (ADD, UPDATE, DELETE or NONE) with its id."""
         messages: Any = content if isinstance(content, str) else [
             m.model_dump() for m in content]
         result = await memory.add(messages, **scope(user_id, agent_id, run_id),
-                                  metadata=metadata, infer=infer)
+                                  metadata=metadata, infer=infer, dry_run=dry_run)
         return result.model_dump(mode="json")
 
     @server.tool(annotations=read_only)
@@ -123,10 +128,12 @@ def create_server(
         filters: Filters = None,
         threshold: Annotated[float | None, Field(
             ge=0, le=1, description="Drop results scoring below this (0..1).")] = None,
+        as_of: AsOf = None,
     ) -> dict[str, Any]:
-        """Find the memories most relevant to a query, best first, each with a score."""
+        """Find the memories most relevant to a query, best first, each with a score.
+        Searches what is true now, or what was true at ``as_of``."""
         result = await memory.search(query, **scope(user_id, agent_id, run_id), limit=limit,
-                                     filters=filters, threshold=threshold)
+                                     filters=filters, threshold=threshold, as_of=as_of)
         return result.model_dump(mode="json")
 
     @server.tool(annotations=read_only)
@@ -146,10 +153,11 @@ def create_server(
         run_id: RunId = None,
         filters: Filters = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="How many at most.")] = 100,
+        as_of: AsOf = None,
     ) -> dict[str, Any]:
-        """Every memory of a scope, newest first."""
+        """Every memory of a scope valid now (or at ``as_of``), newest first."""
         result = await memory.get_all(**scope(user_id, agent_id, run_id), filters=filters,
-                                      limit=limit)
+                                      limit=limit, as_of=as_of)
         return result.model_dump(mode="json")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
@@ -161,14 +169,16 @@ def create_server(
         metadata: Annotated[dict[str, Any] | None, Field(
             description="Optional labels merged into the memory's metadata.")] = None,
     ) -> dict[str, Any]:
-        """Replace a memory's text (the old text stays in its history)."""
+        """Replace a memory's text; it keeps its id and the old text stays as a past
+        version (see memory_versions)."""
         item = await memory.update(memory_id, text, metadata=metadata)
         return item.model_dump(mode="json")
 
     @server.tool(annotations=destructive)
     @_tool_errors
     async def delete_memory(memory_id: MemoryId) -> dict[str, Any]:
-        """Forget one memory (its history stays readable)."""
+        """Forget one memory: it is no longer returned (its history and past versions stay
+        readable)."""
         await memory.delete(memory_id)
         return {"deleted": memory_id}
 
@@ -191,5 +201,36 @@ def create_server(
         """Every change to one memory, oldest first: ADD, UPDATE (old and new text), DELETE."""
         rows = await memory.history(memory_id)
         return {"results": [r.model_dump(mode="json") for r in rows]}
+
+    @server.tool(annotations=read_only)
+    @_tool_errors
+    async def memory_versions(memory_id: MemoryId) -> dict[str, Any]:
+        """The versions of a memory, oldest first, each with when it was valid
+        (valid_from, valid_to) and the version it replaced (supersedes)."""
+        chain = await memory.versions(memory_id)
+        if not chain:
+            raise ToolError(f"no memory with id {memory_id!r}")
+        return {"results": [v.model_dump(mode="json") for v in chain]}
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
+    @_tool_errors
+    async def memory_supersede(
+        memory_id: MemoryId,
+        text: Annotated[str, Field(min_length=1, description="The text that replaces it.")],
+    ) -> dict[str, Any]:
+        """Replace an outdated memory by a new one (a new id); the old one stays as a past
+        version. A memory that was already superseded cannot be superseded again."""
+        item = await memory.supersede(memory_id, text)
+        return item.model_dump(mode="json")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
+    @_tool_errors
+    async def memory_revert(
+        event_id: Annotated[str, Field(description="The id of an event from memory_history.")],
+    ) -> dict[str, Any]:
+        """Undo one change (an ADD, UPDATE or DELETE event of memory_history). Returns the
+        event that records the undoing; an event can be reverted once."""
+        undo = await memory.revert(event_id)
+        return undo.model_dump(mode="json")
 
     return server

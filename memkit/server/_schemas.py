@@ -39,6 +39,9 @@ class AddBody(_Body):
     prompt: str | None = Field(None, description="Overrides the fact-extraction prompt.")
     filters: dict[str, Any] | None = Field(
         None, description="Narrows which existing memories the LLM may update or delete.")
+    expires_at: datetime | None = Field(
+        None, description="After this the memories are hidden unless asked for.")
+    dry_run: bool = Field(False, description="Return the decided operations; apply nothing.")
 
 
 class SearchBody(_Body):
@@ -50,11 +53,18 @@ class SearchBody(_Body):
     filters: dict[str, Any] | None = None
     threshold: float | None = Field(None, ge=0, le=1)
     mode: SearchMode | None = None
+    as_of: datetime | None = Field(None, description="Search what was valid then (default: now).")
+    include_expired: bool = False
 
 
 class UpdateBody(_Body):
     text: str = Field(min_length=1, description="The memory's new text.")
     metadata: dict[str, Any] | None = Field(None, description="Merged into the metadata.")
+    expires_at: datetime | None = Field(None, description="A new expiry.")
+
+
+class SupersedeBody(UpdateBody):
+    """The text of the memory that replaces this one (a new id)."""
 
 
 class MemoryPage(_Body):

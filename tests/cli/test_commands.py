@@ -75,8 +75,8 @@ def test_export_import_round_trip(tmp_path: Path) -> None:
     dump = tmp_path / "dump.jsonl"
     memkit(src, "export", str(dump))
 
-    imported = memkit_json(dst, "import", str(dump))
-    assert imported == {"imported": 2, "skipped": 0, "errors": []}
+    imported = memkit_json(dst, "import", str(dump))  # the two memories and Paris's past version
+    assert imported == {"imported": 3, "skipped": 0, "errors": []}
     again = memkit(dst, "export").stdout
     assert again == dump.read_text(encoding="utf-8")
     rows = {r["id"]: r for r in map(json.loads, again.splitlines())}
@@ -86,8 +86,10 @@ def test_export_import_round_trip(tmp_path: Path) -> None:
     assert [h["event"] for h in rows[first]["history"]] == ["ADD", "UPDATE"]
     assert memkit_json(dst, "history", first)[1]["old_value"] == "I live in Paris"
     assert memkit_json(dst, "search", "Lyon", "-u", "alice")["results"][0]["id"] == first
+    assert [v["memory"] for v in memkit_json(dst, "versions", first)] == [
+        "I live in Paris", "I live in Lyon"]
     # importing twice changes nothing
-    assert memkit_json(dst, "import", str(dump))["skipped"] == 2
+    assert memkit_json(dst, "import", str(dump))["skipped"] == 3
 
 
 def test_import_reads_a_mem0_export(tmp_path: Path) -> None:
