@@ -242,7 +242,12 @@ async def supersede_memory(memory_id: str, body: SupersedeBody, grant: Auth, mem
                            feed: Feed) -> MemoryItem:
     """A new memory (new id) replaces this one, which stays as a past version; 409 if this
     version was already superseded."""
-    old = await visible(mem, grant, memory_id)
+    chain = await mem.versions(memory_id)  # a superseded version is 409, not 404
+    old = next((v for v in chain if v.id == memory_id), None)
+    if old is None:
+        raise NotFoundError(f"no memory with id {memory_id!r}")
+    if not grant.can_see(_item_scope(old)):
+        raise ScopeForbidden("this memory is outside the API key's scope")
     item = await mem.supersede(memory_id, body.text, metadata=body.metadata,
                                expires_at=body.expires_at)
     feed.publish([ChangeEvent.of("memory_deleted", old.id, _item_scope(old)),
