@@ -57,6 +57,10 @@ def apply_flow(batch: WriteBatch) -> WriteFlow[Applied]:
         conflicts, _ = yield ListRecords(batch.unless, 1)
         if conflicts:
             raise ConflictError(f"conflicts with version {conflicts[0].id}")
+    if batch.requires is not None:
+        present, _ = yield ListRecords(batch.requires, 1)
+        if not present:
+            raise ConflictError("what the change started from was changed by another writer")
     winners = yield from duplicates(batch)
     adds = tuple(r for r in [*batch.adds, *batch.versions] if r.id not in winners)
     if adds:

@@ -34,7 +34,7 @@ from memkit._pipeline.versions import (
     valid_at,
 )
 from memkit._time import to_datetime
-from memkit.stores.base import Hit, Record, WriteBatch
+from memkit.stores.base import Hit, Record, WriteBatch, hash_filter
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
 
@@ -234,7 +234,16 @@ def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:
     if record.memory != expected or ended != (event.event == "DELETE"):
         raise ConflictError(f"memory {record.id} changed after event {event_id}; "
                             "revert the later events first")
+    # checked again inside the transaction, so that concurrent reverts of one event
+    # cannot both apply: the memory's text must still be current (ADD, UPDATE), or the
+    # deleted text must not be current again (DELETE)
+    current_text = all_of(_scope_key(record), hash_filter(None, [record.hash]),
+                          valid_at(now, include_expired=True, begun=False))
     batch = WriteBatch(dedup_scope=_scope_key(record))
+    if event.event == "DELETE":
+        batch.unless = current_text
+    else:
+        batch.requires = current_text
     if event.event == "ADD":
         batch.updates.append(end(record, now))
         row = _history_row(record, "DELETE", record.memory, None, now)

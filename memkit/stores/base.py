@@ -126,7 +126,8 @@ class WriteBatch:
     ``dedup_scope`` and valid at ``valid_at`` (or earlier in the same batch) are
     skipped, atomically with respect to other writers of the store; their
     history rows too. ``versions`` (past versions) are inserted as they are.
-    When a record matches ``unless``, nothing is applied (``ConflictError``).
+    When a record matches ``unless``, or none matches ``requires``, nothing is
+    applied (``ConflictError``).
     """
 
     adds: list[Record] = field(default_factory=list)
@@ -137,6 +138,7 @@ class WriteBatch:
     versions: list[Record] = field(default_factory=list)
     valid_at: str | None = None
     unless: Filter | None = None
+    requires: Filter | None = None
 
 
 def hash_filter(scope: Filter | None, hashes: Sequence[str]) -> Filter:

@@ -287,3 +287,34 @@ def test_revert_refuses_when_the_memory_changed_since(make_memory: MakeMemory) -
     with pytest.raises(NotFoundError):
         m.revert("no-such-event")
     assert m.get(event.id).memory == "Likes cocoa"  # type: ignore[union-attr]
+
+
+def test_concurrent_reverts_of_one_event_apply_once(make_memory: MakeMemory) -> None:
+    from memkit._pipeline.crud import revert_flow
+    from memkit._pipeline.effects import Transaction
+    from memkit._time import to_iso
+
+    m = make_memory()
+    event = m.add("Likes tea", user_id="u", infer=False).results[0]
+    m.update(event.id, "Likes coffee")
+    update = m.history(event.id)[-1]
+    runtime = m.memory._runtime
+    flows = [revert_flow(update.id, to_iso(datetime.now(UTC))) for _ in range(2)]
+    # both read the history and the memory before either writes; the second is refused
+    # inside its transaction
+    pending = []
+    for flow in flows:
+        effect = next(flow)
+        while not isinstance(effect, Transaction):
+            effect = flow.send(runtime._handle(effect))
+        pending.append(effect)
+    results: list[object] = []
+    for flow, effect in zip(flows, pending, strict=True):
+        try:
+            flow.send(runtime._handle(effect))
+        except StopIteration as stop:
+            results.append(stop.value)
+        except ConflictError as exc:
+            results.append(exc)
+    assert sum(isinstance(r, ConflictError) for r in results) == 1
+    assert [v.memory for v in m.versions(event.id)] == ["Likes tea", "Likes coffee", "Likes tea"]
