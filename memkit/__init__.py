@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from memkit._errors import (
     ConfigError,
+    ConflictError,
     EmbeddingError,
     FilterError,
     LLMError,
@@ -53,9 +54,9 @@ _LAZY = {
 }
 
 __all__ = [
-    "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "DeleteResult",
-    "EmbeddingError", "ExportedMemory", "Filter", "FilterError", "HistoryList", "HistoryRecord",
-    "ImportResult", "LLMError", "MemkitError", "Memory", "MemoryConfig",
+    "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "ConflictError",
+    "DeleteResult", "EmbeddingError", "ExportedMemory", "Filter", "FilterError", "HistoryList",
+    "HistoryRecord", "ImportResult", "LLMError", "MemkitError", "Memory", "MemoryConfig",
     "MemoryEvent", "MemoryItem", "Not", "NotFoundError", "OperationError", "Or", "ScopeError",
     "SearchResult", "Usage", "VectorStoreError", "__version__", "parse_filter",
 ]

@@ -34,6 +34,11 @@ class EmbeddingError(MemkitError):
     """An embedding call failed, or returned vectors of the wrong shape."""
 
 
+class ConflictError(MemkitError, ValueError):
+    """The change conflicts with what is stored: a version already superseded, an event
+    already reverted."""
+
+
 class NotFoundError(MemkitError, KeyError):
     """No memory has the given id."""
 

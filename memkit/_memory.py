@@ -8,13 +8,14 @@ from typing import Any, Self
 
 from memkit._config import MemoryConfig, default_llm_config
 from memkit._errors import ConfigError, MemkitError, ScopeError
-from memkit._filters import all_of, parse_filter
+from memkit._filters import Filter, all_of, parse_filter
 from memkit._imports import load_object
 from memkit._models import (
     AddResult,
     DeleteResult,
     ExportedMemory,
     HistoryList,
+    HistoryRecord,
     ImportResult,
     MemoryItem,
     SearchResult,
@@ -28,8 +29,11 @@ from memkit._pipeline.crud import (
     get_all_flow,
     get_flow,
     history_flow,
+    purge_flow,
     reset_flow,
+    revert_flow,
     search_flow,
+    supersede_flow,
     update_flow,
 )
 from memkit._pipeline.effects import Flow
@@ -45,6 +49,7 @@ from memkit._pipeline.inputs import (
 )
 from memkit._pipeline.runtime import Runtime
 from memkit._pipeline.transfer import export_flow, import_flow
+from memkit._pipeline.versions import chain_flow, valid_at
 from memkit._time import to_iso, utcnow
 from memkit.embeddings import PROVIDERS as EMBEDDERS
 from memkit.embeddings.base import Embedder
@@ -133,6 +138,22 @@ class _Shell:
         return self._runtime.llm
 
 
+def _when(value: Timestamp | None) -> str:
+    return timestamp_of(value if value is not None else utcnow())
+
+
+def _expiry(expires_at: Timestamp | None, expiration_date: Timestamp | None) -> str | None:
+    """``expires_at``, or mem0's name for it."""
+    if expires_at is not None and expiration_date is not None:
+        raise MemkitError("give expires_at or expiration_date (its mem0 name), not both")
+    chosen = expires_at if expires_at is not None else expiration_date
+    return None if chosen is None else timestamp_of(chosen)
+
+
+def _valid(as_of: Timestamp | None, include_expired: bool) -> Filter:
+    return valid_at(_when(as_of), include_expired=bool(include_expired))
+
+
 def _add(
     self: _Shell,
     /,
@@ -147,6 +168,9 @@ def _add(
     infer: bool = True,
     timestamp: Timestamp | None = None,
     on_error: OnError | None = None,
+    expires_at: Timestamp | None = None,
+    expiration_date: Timestamp | None = None,
+    dry_run: bool = False,
 ) -> Flow[AddResult]:
     prompts = self.config.custom_prompts
     request = AddRequest(
@@ -161,6 +185,8 @@ def _add(
         decision_prompt=prompts.update_decision,
         candidates_per_fact=self.config.candidates_per_fact,
         on_error=on_error_of(on_error if on_error is not None else self.config.on_error),
+        expires_at=_expiry(expires_at, expiration_date),
+        dry_run=bool(dry_run),
     )
     return add_flow(request)
 
@@ -178,10 +204,12 @@ def _search(
     threshold: float | None = None,
     mode: SearchMode | None = None,
     top_k: int | None = None,
+    as_of: Timestamp | None = None,
+    include_expired: bool = False,
 ) -> Flow[SearchResult]:
     scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
-    return search_flow(query, all_of(scope.filter(), parse_filter(rest)),
-                       limit_or_top_k(limit, top_k, 100), threshold, mode,
+    selection = all_of(scope.filter(), parse_filter(rest), _valid(as_of, include_expired))
+    return search_flow(query, selection, limit_or_top_k(limit, top_k, 100), threshold, mode,
                        self._search_settings, self._runtime.store.supports_keyword)
 
 
@@ -195,10 +223,12 @@ def _get_all(
     filters: dict[str, Any] | None = None,
     limit: int | None = None,
     top_k: int | None = None,
+    as_of: Timestamp | None = None,
+    include_expired: bool = False,
 ) -> Flow[SearchResult]:
     scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
-    return get_all_flow(all_of(scope.filter(), parse_filter(rest)),
-                        limit_or_top_k(limit, top_k, 100))
+    selection = all_of(scope.filter(), parse_filter(rest), _valid(as_of, include_expired))
+    return get_all_flow(selection, limit_or_top_k(limit, top_k, 100))
 
 
 def _update(
@@ -209,11 +239,13 @@ def _update(
     *,
     metadata: dict[str, Any] | None = None,
     data: str | None = None,
+    expires_at: Timestamp | None = None,
 ) -> Flow[MemoryItem]:
     if (text is None) == (data is None):
         raise MemkitError("update() takes the new text once: as text or as data=")
     new_text = text if text is not None else str(data)
-    return update_flow(memory_id, new_text, metadata_of(metadata), to_iso(utcnow()))
+    return update_flow(memory_id, new_text, metadata_of(metadata), _expiry(expires_at, None),
+                       to_iso(utcnow()))
 
 
 def _delete_all(
@@ -229,6 +261,21 @@ def _delete_all(
     if scope.empty:
         raise ScopeError()
     return delete_all_flow(scope, parse_filter(rest), to_iso(utcnow()))
+
+
+def _purge(
+    self: _Shell,
+    /,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    filters: dict[str, Any] | None = None,
+) -> Flow[int]:
+    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
+    if scope.empty:
+        raise ScopeError()
+    return purge_flow(scope, parse_filter(rest))
 
 
 def _export(
@@ -265,6 +312,9 @@ class Memory(_Shell):
         infer: bool = True,
         timestamp: Timestamp | None = None,
         on_error: OnError | None = None,
+        expires_at: Timestamp | None = None,
+        expiration_date: Timestamp | None = None,
+        dry_run: bool = False,
     ) -> AddResult:
         """Remember a conversation (a string, a message dict or a list of them).
 
@@ -273,14 +323,18 @@ class Memory(_Shell):
         ``infer=False`` each message is stored as it is. At least one of
         ``user_id``, ``agent_id`` and ``run_id`` is required. ``filters`` narrows
         the memories the LLM compares with; ``prompt`` replaces the extraction
-        prompt; ``timestamp`` dates the memories (default: now).
-        ``on_error="degrade"`` (default: the config's ``on_error``, "raise")
+        prompt; ``timestamp`` dates the memories (default: now) and is when they
+        become valid (an UPDATE ends the old text's validity then). ``expires_at``
+        (mem0's ``expiration_date``) hides the memories after that time.
+        ``dry_run=True`` returns the decided operations, usage and errors and
+        applies nothing. ``on_error="degrade"`` (default: the config's ``on_error``, "raise")
         reports LLM and embedding failures in ``AddResult.errors`` and stores
         what it can, instead of raising.
         """
         return self._runtime.run(_add(
             self, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
-            filters=filters, prompt=prompt, infer=infer, timestamp=timestamp, on_error=on_error))
+            filters=filters, prompt=prompt, infer=infer, timestamp=timestamp, on_error=on_error,
+            expires_at=expires_at, expiration_date=expiration_date, dry_run=dry_run))
 
     def search(
         self,
@@ -294,6 +348,8 @@ class Memory(_Shell):
         threshold: float | None = None,
         mode: SearchMode | None = None,
         top_k: int | None = None,
+        as_of: Timestamp | None = None,
+        include_expired: bool = False,
     ) -> SearchResult:
         """Memories of the scope most relevant to ``query``, highest score first.
 
@@ -301,15 +357,18 @@ class Memory(_Shell):
         results. The scope may also be given inside ``filters``
         (``filters={"user_id": "alice"}``, as in mem0 2.x). ``mode`` is "hybrid"
         (default where the store has keyword search), "vector" or "keyword";
-        ``threshold`` drops results scoring below it.
+        ``threshold`` drops results scoring below it. Only memories valid now
+        are searched; ``as_of`` searches what was valid then (past versions
+        included), ``include_expired`` keeps expired ones.
         """
         return self._runtime.run(_search(
             self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
-            filters=filters, threshold=threshold, mode=mode, top_k=top_k))
+            filters=filters, threshold=threshold, mode=mode, top_k=top_k, as_of=as_of,
+            include_expired=include_expired))
 
     def get(self, memory_id: str) -> MemoryItem | None:
-        """The memory with this id, or ``None``."""
-        return self._runtime.run(get_flow(memory_id))
+        """The memory with this id if it is valid now, or ``None`` (see :meth:`versions`)."""
+        return self._runtime.run(get_flow(memory_id, to_iso(utcnow())))
 
     def get_all(
         self,
@@ -320,13 +379,16 @@ class Memory(_Shell):
         filters: dict[str, Any] | None = None,
         limit: int | None = None,
         top_k: int | None = None,
+        as_of: Timestamp | None = None,
+        include_expired: bool = False,
     ) -> SearchResult:
         """The scope's memories (matching ``filters``), newest first; at most ``limit``
         (default 100; ``top_k`` is mem0's name for it). The scope may be given inside
-        ``filters`` (``filters={"user_id": "alice"}``)."""
+        ``filters`` (``filters={"user_id": "alice"}``). Only memories valid now, or
+        ``as_of`` then; ``include_expired`` keeps expired ones."""
         return self._runtime.run(_get_all(
             self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit,
-            top_k=top_k))
+            top_k=top_k, as_of=as_of, include_expired=include_expired))
 
     def update(
         self,
@@ -335,14 +397,21 @@ class Memory(_Shell):
         *,
         metadata: dict[str, Any] | None = None,
         data: str | None = None,
+        expires_at: Timestamp | None = None,
     ) -> MemoryItem:
         """Replace a memory's text (re-embedded); ``metadata`` is merged into its metadata.
-        ``data=`` is mem0's name for ``text``."""
-        return self._runtime.run(_update(self, memory_id, text, metadata=metadata, data=data))
+        ``data=`` is mem0's name for ``text``. The memory keeps its id; the old text
+        stays as a past version (see :meth:`versions`), valid until now.
+        ``expires_at`` sets a new expiry."""
+        return self._runtime.run(_update(self, memory_id, text, metadata=metadata, data=data,
+                                         expires_at=expires_at))
 
-    def delete(self, memory_id: str) -> None:
-        """Delete one memory; its history stays readable. Unknown id: NotFoundError."""
-        return self._runtime.run(delete_flow(memory_id, to_iso(utcnow())))
+    def delete(self, memory_id: str, *, hard: bool = False) -> None:
+        """End a memory's validity: it is no longer returned, but its text stays for
+        ``as_of`` reads and its history stays readable. ``hard=True`` removes it and its
+        past versions for good (use it, or :meth:`purge`, for privacy deletes).
+        Unknown id: NotFoundError."""
+        return self._runtime.run(delete_flow(memory_id, bool(hard), to_iso(utcnow())))
 
     def delete_all(
         self,
@@ -360,6 +429,44 @@ class Memory(_Shell):
     def history(self, memory_id: str) -> HistoryList:
         """Every change to a memory, oldest first (a list that prints as a table)."""
         return self._runtime.run(history_flow(memory_id))
+
+    def versions(self, memory_id: str) -> list[MemoryItem]:
+        """The version chain ``memory_id`` belongs to, oldest first: past versions (each
+        with its ``valid_from``/``valid_to``) and the current one. Any version's id walks
+        the whole chain; ``supersedes`` links each version to the one before it."""
+        return self._runtime.run(chain_flow(memory_id))
+
+    def revert(self, event_id: str) -> HistoryRecord:
+        """Undo one ADD, UPDATE or DELETE of :meth:`history` (by the event's id) and
+        return the event that records the undoing (its ``reverts`` is ``event_id``).
+
+        The memory must still be as that event left it (revert later events
+        first); reverting an event twice raises ConflictError.
+        """
+        return self._runtime.run(revert_flow(event_id, to_iso(utcnow())))
+
+    def supersede(
+        self, memory_id: str, text: str, *, metadata: dict[str, Any] | None = None,
+        expires_at: Timestamp | None = None,
+    ) -> MemoryItem:
+        """Replace a memory by a new one (a new id, ``supersedes`` = the old id); the old
+        one stays as a past version, valid until now. A version is superseded once: a
+        second supersede of it raises ConflictError."""
+        return self._runtime.run(supersede_flow(
+            memory_id, text, metadata_of(metadata), _expiry(expires_at, None), to_iso(utcnow())))
+
+    def purge(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> int:
+        """Remove every record of the scope (matching ``filters``) for good: current
+        memories, past versions and deleted ones. Returns how many were removed."""
+        return self._runtime.run(_purge(
+            self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters))
 
     def reset(self) -> None:
         """Delete every memory and all history."""
@@ -418,11 +525,15 @@ class AsyncMemory(_Shell):
         infer: bool = True,
         timestamp: Timestamp | None = None,
         on_error: OnError | None = None,
+        expires_at: Timestamp | None = None,
+        expiration_date: Timestamp | None = None,
+        dry_run: bool = False,
     ) -> AddResult:
         """See :meth:`Memory.add`."""
         return await self._runtime.arun(_add(
             self, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
-            filters=filters, prompt=prompt, infer=infer, timestamp=timestamp, on_error=on_error))
+            filters=filters, prompt=prompt, infer=infer, timestamp=timestamp, on_error=on_error,
+            expires_at=expires_at, expiration_date=expiration_date, dry_run=dry_run))
 
     async def search(
         self,
@@ -436,15 +547,18 @@ class AsyncMemory(_Shell):
         threshold: float | None = None,
         mode: SearchMode | None = None,
         top_k: int | None = None,
+        as_of: Timestamp | None = None,
+        include_expired: bool = False,
     ) -> SearchResult:
         """See :meth:`Memory.search`."""
         return await self._runtime.arun(_search(
             self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
-            filters=filters, threshold=threshold, mode=mode, top_k=top_k))
+            filters=filters, threshold=threshold, mode=mode, top_k=top_k, as_of=as_of,
+            include_expired=include_expired))
 
     async def get(self, memory_id: str) -> MemoryItem | None:
         """See :meth:`Memory.get`."""
-        return await self._runtime.arun(get_flow(memory_id))
+        return await self._runtime.arun(get_flow(memory_id, to_iso(utcnow())))
 
     async def get_all(
         self,
@@ -455,11 +569,13 @@ class AsyncMemory(_Shell):
         filters: dict[str, Any] | None = None,
         limit: int | None = None,
         top_k: int | None = None,
+        as_of: Timestamp | None = None,
+        include_expired: bool = False,
     ) -> SearchResult:
         """See :meth:`Memory.get_all`."""
         return await self._runtime.arun(_get_all(
             self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit,
-            top_k=top_k))
+            top_k=top_k, as_of=as_of, include_expired=include_expired))
 
     async def update(
         self,
@@ -468,14 +584,15 @@ class AsyncMemory(_Shell):
         *,
         metadata: dict[str, Any] | None = None,
         data: str | None = None,
+        expires_at: Timestamp | None = None,
     ) -> MemoryItem:
         """See :meth:`Memory.update`."""
         return await self._runtime.arun(_update(self, memory_id, text, metadata=metadata,
-                                                data=data))
+                                                data=data, expires_at=expires_at))
 
-    async def delete(self, memory_id: str) -> None:
+    async def delete(self, memory_id: str, *, hard: bool = False) -> None:
         """See :meth:`Memory.delete`."""
-        return await self._runtime.arun(delete_flow(memory_id, to_iso(utcnow())))
+        return await self._runtime.arun(delete_flow(memory_id, bool(hard), to_iso(utcnow())))
 
     async def delete_all(
         self,
@@ -492,6 +609,34 @@ class AsyncMemory(_Shell):
     async def history(self, memory_id: str) -> HistoryList:
         """See :meth:`Memory.history`."""
         return await self._runtime.arun(history_flow(memory_id))
+
+    async def versions(self, memory_id: str) -> list[MemoryItem]:
+        """See :meth:`Memory.versions`."""
+        return await self._runtime.arun(chain_flow(memory_id))
+
+    async def revert(self, event_id: str) -> HistoryRecord:
+        """See :meth:`Memory.revert`."""
+        return await self._runtime.arun(revert_flow(event_id, to_iso(utcnow())))
+
+    async def supersede(
+        self, memory_id: str, text: str, *, metadata: dict[str, Any] | None = None,
+        expires_at: Timestamp | None = None,
+    ) -> MemoryItem:
+        """See :meth:`Memory.supersede`."""
+        return await self._runtime.arun(supersede_flow(
+            memory_id, text, metadata_of(metadata), _expiry(expires_at, None), to_iso(utcnow())))
+
+    async def purge(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> int:
+        """See :meth:`Memory.purge`."""
+        return await self._runtime.arun(_purge(
+            self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters))
 
     async def reset(self) -> None:
         """See :meth:`Memory.reset`."""

@@ -41,6 +41,10 @@ class _StoredMemory(_Model):
     run_id: str | None = None
     created_at: datetime
     updated_at: datetime
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    expires_at: datetime | None = None
+    supersedes: str | None = None
 
 
 class MemoryItem(_StoredMemory):
@@ -199,6 +203,8 @@ class HistoryRecord(_Model):
     run_id: str | None = None
     actor_id: str | None = None
     role: str | None = None
+    #: the id of the event this one undid (``Memory.revert``)
+    reverts: str | None = None
 
 
 class ExportedMemory(_StoredMemory):

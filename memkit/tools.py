@@ -43,6 +43,9 @@ Filters = Annotated[dict[str, Any] | None, Field(description=(
     '{"OR": [{"topic": "food"}, {"topic": "travel"}]}. Operators: eq, ne, gt, gte, lt, lte, '
     "in, nin, contains, icontains; combinators AND, OR, NOT."))]
 MemoryId = Annotated[str, Field(description="The memory's id, as returned by another tool.")]
+AsOf = Annotated[str | None, Field(description=(
+    "Optional ISO 8601 time: answer with what was valid then (past versions included) "
+    'instead of now, e.g. "2025-03-15".'))]
 
 
 class ChatMessage(BaseModel):
@@ -67,6 +70,8 @@ class _AddMemoryArgs(_Args):
     infer: Annotated[bool, Field(description=(
         "true: an LLM extracts facts and updates or removes contradicted memories. "
         "false: store the text verbatim, no LLM call."))] = True
+    dry_run: Annotated[bool, Field(description=(
+        "true: only report what would change; nothing is stored."))] = False
 
 
 class _SearchMemoriesArgs(_Args):
@@ -78,6 +83,7 @@ class _SearchMemoriesArgs(_Args):
     filters: Filters = None
     threshold: Annotated[float | None, Field(
         ge=0, le=1, description="Drop results scoring below this (0..1).")] = None
+    as_of: AsOf = None
 
 
 class _MemoryIdArgs(_Args):
@@ -90,6 +96,7 @@ class _ListMemoriesArgs(_Args):
     run_id: RunId = None
     filters: Filters = None
     limit: Annotated[int, Field(ge=1, le=1000, description="How many at most.")] = 100
+    as_of: AsOf = None
 
 
 class _UpdateMemoryArgs(_Args):
@@ -97,6 +104,15 @@ class _UpdateMemoryArgs(_Args):
     text: Annotated[str, Field(min_length=1, description="The memory's new text.")]
     metadata: Annotated[dict[str, Any] | None, Field(
         description="Optional labels merged into the memory's metadata.")] = None
+
+
+class _SupersedeArgs(_Args):
+    memory_id: MemoryId
+    text: Annotated[str, Field(min_length=1, description="The text that replaces it.")]
+
+
+class _RevertArgs(_Args):
+    event_id: Annotated[str, Field(description="The id of an event from memory_history.")]
 
 
 class _DeleteAllMemoriesArgs(_Args):
@@ -117,12 +133,13 @@ def _dump(result: Any) -> Json:
 
 def _plan_add(a: _AddMemoryArgs, scope: Json) -> Call:
     messages = a.content if isinstance(a.content, str) else [m.model_dump() for m in a.content]
-    return "add", (messages,), {**scope, "metadata": a.metadata, "infer": a.infer}, _dump
+    return "add", (messages,), {**scope, "metadata": a.metadata, "infer": a.infer,
+                                "dry_run": a.dry_run}, _dump
 
 
 def _plan_search(a: _SearchMemoriesArgs, scope: Json) -> Call:
     return "search", (a.query,), {**scope, "limit": a.limit, "filters": a.filters,
-                                  "threshold": a.threshold}, _dump
+                                  "threshold": a.threshold, "as_of": a.as_of}, _dump
 
 
 def _plan_get(a: _MemoryIdArgs, scope: Json) -> Call:
@@ -134,7 +151,7 @@ def _plan_get(a: _MemoryIdArgs, scope: Json) -> Call:
 
 
 def _plan_list(a: _ListMemoriesArgs, scope: Json) -> Call:
-    return "get_all", (), {**scope, "filters": a.filters, "limit": a.limit}, _dump
+    return "get_all", (), {**scope, "filters": a.filters, "limit": a.limit, "as_of": a.as_of}, _dump
 
 
 def _plan_update(a: _UpdateMemoryArgs, scope: Json) -> Call:
@@ -152,6 +169,22 @@ def _plan_delete_all(a: _DeleteAllMemoriesArgs, scope: Json) -> Call:
 
 def _plan_history(a: _MemoryIdArgs, scope: Json) -> Call:
     return "history", (a.memory_id,), {}, lambda rows: {"results": [r.model_dump(mode="json") for r in rows]}
+
+
+def _plan_versions(a: _MemoryIdArgs, scope: Json) -> Call:
+    def render(chain: Any) -> Json:
+        if not chain:
+            raise MemkitError(f"no memory with id {a.memory_id!r}")
+        return {"results": [v.model_dump(mode="json") for v in chain]}
+    return "versions", (a.memory_id,), {}, render
+
+
+def _plan_supersede(a: _SupersedeArgs, scope: Json) -> Call:
+    return "supersede", (a.memory_id, a.text), {}, _dump
+
+
+def _plan_revert(a: _RevertArgs, scope: Json) -> Call:
+    return "revert", (a.event_id,), {}, _dump
 
 
 @dataclass(frozen=True)
@@ -208,6 +241,15 @@ TOOLS: tuple[ToolSpec, ...] = (
              _DeleteAllMemoriesArgs, _plan_delete_all, read_only=False, destructive=True),
     ToolSpec("memory_history", "Every change to one memory, oldest first: ADD, UPDATE (old and new "
              "text), DELETE.", _MemoryIdArgs, _plan_history, read_only=True, destructive=False),
+    ToolSpec("memory_versions", "The versions of a memory, oldest first, each with when it was valid "
+             "(valid_from, valid_to) and the version it replaced (supersedes).",
+             _MemoryIdArgs, _plan_versions, read_only=True, destructive=False),
+    ToolSpec("memory_supersede", "Replace an outdated memory by a new one (a new id); the old one "
+             "stays as a past version. A memory already superseded cannot be superseded again.",
+             _SupersedeArgs, _plan_supersede, read_only=False, destructive=False),
+    ToolSpec("memory_revert", "Undo one change (an ADD, UPDATE or DELETE event of memory_history). "
+             "Returns the event that records the undoing; an event can be reverted once.",
+             _RevertArgs, _plan_revert, read_only=False, destructive=False),
 )
 """Every memory tool, in the order the definitions list them."""
 _BY_NAME = {spec.name: spec for spec in TOOLS}
@@ -310,4 +352,4 @@ class MemoryTools:
 
 
 #: the methods that take a memory id, whose memory must be in a fixed scope
-_BY_ID = frozenset({"get", "update", "delete", "history"})
+_BY_ID = frozenset({"get", "update", "delete", "history", "supersede"})

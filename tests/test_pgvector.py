@@ -195,3 +195,37 @@ def test_hostile_names_and_values_are_data(store: PgVectorStore) -> None:
     assert store.count(condition(nasty, "eq", nasty)) == 1
     assert [h.record.id for h in store.keyword_search("a & b | !c", limit=3)] == [record.id]
     assert store.keyword_search("'); --", limit=3) == []
+
+
+def test_a_table_in_the_previous_release_layout_migrates(pg_dsn: str) -> None:
+    """A collection and history written before memkit kept versions (their columns
+    dropped here: exactly the previous release's layout) open, gain the columns, and
+    keep their rows."""
+    import psycopg
+
+    from memkit import Memory
+    from memkit.testing import HashEmbedder, ScriptedLLM
+
+    name, history_table = unique_name("pgold"), unique_name("pgoldh")
+    store = PgVectorStore(pg_dsn, collection_name=name)
+    history = PostgresHistory(pg_dsn, table=history_table)
+    with Memory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=store,
+                history=history) as m:
+        kept = m.add("Lives in Lisbon", user_id="u", infer=False).results[0].id
+    with psycopg.connect(pg_dsn) as conn:
+        conn.execute(f'ALTER TABLE "{name}" DROP COLUMN valid_from, DROP COLUMN valid_to,'
+                     " DROP COLUMN expires_at, DROP COLUMN supersedes")
+        conn.execute(f'ALTER TABLE "{history_table}" DROP COLUMN reverts')
+    store = PgVectorStore(pg_dsn, collection_name=name)
+    history = PostgresHistory(pg_dsn, table=history_table)
+    try:
+        with Memory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=store,
+                    history=history) as m:
+            assert [i.id for i in m.get_all(user_id="u").results] == [kept]
+            m.update(kept, "Lives in Berlin")
+            assert [v.memory for v in m.versions(kept)] == ["Lives in Lisbon", "Lives in Berlin"]
+            undo = m.revert(m.history(kept)[-1].id)
+            assert undo.reverts is not None and m.history(kept)[-1].reverts == undo.reverts
+    finally:
+        store.drop()
+        history.drop()

@@ -12,7 +12,7 @@ EXPECTED = {
     "SearchResult", "HistoryList", "HistoryRecord", "Usage", "OperationError", "MemkitError", "ScopeError",
     "FilterError", "VectorStoreError", "LLMError", "EmbeddingError", "NotFoundError",
     "ConfigError", "Condition", "And", "Or", "Not", "Filter", "parse_filter", "__version__",
-    "DeleteResult", "ExportedMemory", "ImportResult",
+    "DeleteResult", "ExportedMemory", "ImportResult", "ConflictError",
 }
 
 
@@ -24,7 +24,7 @@ def test_exports_are_exactly_the_public_api() -> None:
 
 def test_errors_share_one_base_that_is_not_the_builtin() -> None:
     for name in ("ScopeError", "FilterError", "VectorStoreError", "LLMError", "EmbeddingError",
-                 "NotFoundError", "ConfigError"):
+                 "NotFoundError", "ConfigError", "ConflictError"):
         assert issubclass(getattr(memkit, name), memkit.MemkitError)
     assert memkit.MemkitError is not MemoryError
     assert str(memkit.ScopeError()) == "At least one of user_id, agent_id, or run_id must be provided"
@@ -34,7 +34,7 @@ def test_memory_and_async_memory_have_the_same_methods() -> None:
     import inspect
 
     names = ["add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "reset",
-             "export", "import_"]
+             "export", "import_", "versions", "supersede", "purge", "revert"]
     for name in names:
         sync, async_ = getattr(memkit.Memory, name), getattr(memkit.AsyncMemory, name)
         assert inspect.signature(sync) == inspect.signature(async_)

@@ -32,10 +32,11 @@ OPERATORS: tuple[Operator, ...] = (
 )
 Scalar: TypeAlias = str | int | float | bool
 
-BUILTIN_FIELDS = frozenset(
-    {"memory", "user_id", "agent_id", "run_id", "created_at", "updated_at", "hash"}
-)
-TIME_FIELDS = frozenset({"created_at", "updated_at"})
+BUILTIN_FIELDS = frozenset({
+    "memory", "user_id", "agent_id", "run_id", "created_at", "updated_at", "hash",
+    "valid_from", "valid_to", "expires_at", "supersedes",
+})
+TIME_FIELDS = frozenset({"created_at", "updated_at", "valid_from", "valid_to", "expires_at"})
 SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
 # Forbidden in field names: control characters, double quote, backslash, dot
 # (a path separator in several engines) and a leading "$" (an operator prefix).

@@ -14,11 +14,12 @@ from memkit._errors import EmbeddingError, LLMError
 from memkit._filters import Filter, all_of
 from memkit._models import AddResult, HistoryRecord, MemoryEvent, OperationError, Usage
 from memkit._pipeline import prompts
-from memkit._pipeline.apply import apply
+from memkit._pipeline.apply import apply, duplicates
 from memkit._pipeline.context import is_dialogue, with_neighbours, with_previous
 from memkit._pipeline.effects import Complete, Embed, Flow, Search
 from memkit._pipeline.inputs import Scope, text_hash
 from memkit._pipeline.parsing import Decision, ParseError, parse_decisions, parse_facts
+from memkit._pipeline.versions import end, revise, valid_at
 from memkit._time import to_datetime
 from memkit.llms.base import LLMRequest, Message
 from memkit.stores.base import Record, Vector, WriteBatch
@@ -41,6 +42,8 @@ class AddRequest:
     decision_prompt: str | None = None
     candidates_per_fact: int = 5
     on_error: OnError = "raise"
+    expires_at: str | None = None
+    dry_run: bool = False
 
 
 @dataclass(slots=True)
@@ -51,6 +54,8 @@ class _Plan:
     batch: WriteBatch
     events: list[MemoryEvent] = field(default_factory=list)
     errors: list[OperationError] = field(default_factory=list)
+    #: updated memories whose past versions still need the old text's vector
+    revised: list[tuple[Record, Record]] = field(default_factory=list)
 
     def history(self, record: Record, event: str, old: str | None, new: str | None,
                 role: str | None = None, actor: str | None = None) -> None:
@@ -68,7 +73,7 @@ class _Plan:
             id=str(uuid.uuid4()), memory=text, hash=text_hash(text),
             created_at=req.timestamp, updated_at=req.timestamp,
             user_id=req.scope.user_id, agent_id=req.scope.agent_id, run_id=req.scope.run_id,
-            metadata=metadata, vector=vector,
+            metadata=metadata, vector=vector, valid_from=req.timestamp, expires_at=req.expires_at,
         )
         self.batch.adds.append(record)
         self.events.append(record.to_event("ADD", new=text))
@@ -104,13 +109,13 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
     if not facts:
         return AddResult(usage=usage, errors=errors)
     scope_filter = req.scope.filter()
-    search_filter = all_of(scope_filter, req.filters)
+    search_filter = all_of(scope_filter, req.filters, valid_at(req.timestamp))
     shown: dict[str, Record] = {}
     for vector in vectors:
         for hit in (yield Search(vector, req.candidates_per_fact, search_filter)):
             shown.setdefault(hit.record.id, hit.record)
     existing = list(shown.values())
-    plan = _Plan(req, WriteBatch(dedup_scope=scope_filter), errors=errors)
+    plan = _Plan(req, WriteBatch(dedup_scope=scope_filter, valid_at=req.timestamp), errors=errors)
     known = {r.hash: r for r in existing}
     pending: list[str] = []
     vector_of: dict[str, Vector] = {}
@@ -138,10 +143,16 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
 
     _validate(plan, decisions, existing, vector_of)
     missing = [r for r in [*plan.batch.adds, *plan.batch.updates] if r.vector is None]
-    if missing:
+    if missing and not req.dry_run:
         rows = yield from _embed(req, [r.memory for r in missing], errors)
         for record, row in zip(missing, rows, strict=True):
             record.vector = row
+        if any(row is None for row in rows):
+            _drop_unembedded(plan)
+    if plan.revised and not req.dry_run:  # a past version keeps the vector of its text
+        rows = yield from _embed(req, [old.memory for old, _ in plan.revised], errors)
+        for (_, past), row in zip(plan.revised, rows, strict=True):
+            past.vector = row
         if any(row is None for row in rows):
             _drop_unembedded(plan)
     results = yield from _apply(plan)
@@ -223,6 +234,12 @@ def _embed(req: AddRequest, texts: Sequence[str],
 def _drop_unembedded(plan: _Plan) -> None:
     """Degraded adds and updates whose text could not be embedded are not applied."""
     dropped = {r.id for r in [*plan.batch.adds, *plan.batch.updates] if r.vector is None}
+    # an update stands or falls with the past version it leaves behind
+    dropped |= {target.id for target, past in plan.revised
+                if past.vector is None or target.id in dropped}
+    pasts = {past.id for target, past in plan.revised if target.id in dropped}
+    plan.revised = [(t, p) for t, p in plan.revised if t.id not in dropped]
+    plan.batch.versions = [v for v in plan.batch.versions if v.id not in pasts]
     plan.batch.adds = [r for r in plan.batch.adds if r.id not in dropped]
     plan.batch.updates = [r for r in plan.batch.updates if r.id not in dropped]
     plan.batch.history = [h for h in plan.batch.history if h.memory_id not in dropped]
@@ -275,7 +292,7 @@ def _validate(
             continue
         if decision.event == "DELETE":
             touched.add(target.id)
-            plan.batch.deletes.append(target.id)
+            plan.batch.updates.append(end(target, req.timestamp))
             plan.events.append(target.to_event("DELETE", old=target.memory))
             plan.history(target, "DELETE", target.memory, None)
         elif not text:
@@ -284,10 +301,14 @@ def _validate(
             plan.none(target)
         else:
             touched.add(target.id)
-            updated = replace(target, memory=text, hash=text_hash(text), updated_at=req.timestamp,
-                              metadata={**target.metadata, **req.metadata},
-                              vector=vector_of.get(text))
+            changes: dict[str, object] = {"metadata": {**target.metadata, **req.metadata}}
+            if req.expires_at is not None:
+                changes["expires_at"] = req.expires_at
+            updated, past = revise(target, text, req.timestamp, vector_of.get(text), None,
+                                   **changes)
             plan.batch.updates.append(updated)
+            plan.batch.versions.append(past)
+            plan.revised.append((target, past))
             plan.events.append(updated.to_event("UPDATE", old=target.memory, new=text))
             plan.history(target, "UPDATE", target.memory, text)
 
@@ -326,13 +347,19 @@ def _names_another(old: str | None, target: Record, existing: list[Record]) -> s
 
 
 def _apply(plan: _Plan) -> Flow[list[MemoryEvent]]:
-    """Apply the batch; adds a concurrent writer beat us to become NONE events of the winner."""
-    applied = yield from apply(plan.batch)
-    if not applied.winners:
+    """Apply the batch; adds a concurrent writer beat us to become NONE events of the winner.
+
+    A dry run applies nothing: it only reads which adds would be duplicates.
+    """
+    if plan.request.dry_run:
+        winners = yield from duplicates(plan.batch)
+    else:
+        winners = (yield from apply(plan.batch)).winners
+    if not winners:
         return plan.events
     events: list[MemoryEvent] = []
     for event in plan.events:
-        winner = applied.winners.get(event.id) if event.event == "ADD" else None
+        winner = winners.get(event.id) if event.event == "ADD" else None
         if winner is not None:
             if any(e.id == winner.id and e.event == "NONE" for e in events):
                 continue
@@ -343,7 +370,7 @@ def _apply(plan: _Plan) -> Flow[list[MemoryEvent]]:
 
 def _add_verbatim(req: AddRequest) -> Flow[AddResult]:
     """``infer=False``: every non-system message becomes a memory as it is."""
-    plan = _Plan(req, WriteBatch(dedup_scope=req.scope.filter()))
+    plan = _Plan(req, WriteBatch(dedup_scope=req.scope.filter(), valid_at=req.timestamp))
     kept = [m for m in req.messages if m["role"] != "system" and m["content"].strip()]
     if not kept:
         return AddResult()

@@ -13,7 +13,8 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from memkit._filters import Filter
+from memkit._errors import ConflictError
+from memkit._filters import Filter, all_of
 from memkit._pipeline.effects import (
     AppendHistory,
     Delete,
@@ -24,6 +25,7 @@ from memkit._pipeline.effects import (
     Update,
     WriteFlow,
 )
+from memkit._pipeline.versions import valid_at
 from memkit.stores.base import Record, WriteBatch, hash_filter
 
 _PAGE = 1000
@@ -38,7 +40,7 @@ class Applied:
 
 def apply(batch: WriteBatch) -> Flow[Applied]:
     """Apply ``batch`` in one transaction keyed by its scope."""
-    if not (batch.adds or batch.updates or batch.deletes or batch.history):
+    if not (batch.adds or batch.updates or batch.deletes or batch.history or batch.versions):
         return Applied()
     applied: Applied = yield transaction(batch)
     return applied
@@ -51,18 +53,16 @@ def transaction(batch: WriteBatch) -> Transaction:
 
 
 def apply_flow(batch: WriteBatch) -> WriteFlow[Applied]:
-    winners: dict[str, Record] = {}
-    if batch.adds:
-        held: dict[str, Record] = {}
-        for record in (yield from scan(hash_filter(batch.dedup_scope,
-                                                   sorted({r.hash for r in batch.adds})))):
-            held.setdefault(record.hash, record)
-        for record in batch.adds:
-            if record.hash in held:
-                winners[record.id] = held[record.hash]
-            else:
-                held[record.hash] = record
-    adds = tuple(r for r in batch.adds if r.id not in winners)
+    if batch.unless is not None:
+        conflicts, _ = yield ListRecords(batch.unless, 1)
+        if conflicts:
+            raise ConflictError(f"conflicts with version {conflicts[0].id}")
+    if batch.requires is not None:
+        present, _ = yield ListRecords(batch.requires, 1)
+        if not present:
+            raise ConflictError("what the change started from was changed by another writer")
+    winners = yield from duplicates(batch)
+    adds = tuple(r for r in [*batch.adds, *batch.versions] if r.id not in winners)
     if adds:
         yield Insert(adds)
     if batch.updates:
@@ -73,6 +73,26 @@ def apply_flow(batch: WriteBatch) -> WriteFlow[Applied]:
     if rows:
         yield AppendHistory(rows)
     return Applied(winners)
+
+
+def duplicates(batch: WriteBatch) -> Generator[ListRecords, Any, dict[str, Record]]:
+    """The adds of ``batch`` that are duplicates, each mapped to the memory that holds its text."""
+    winners: dict[str, Record] = {}
+    if not batch.adds:
+        return winners
+    held: dict[str, Record] = {}
+    hashes = hash_filter(batch.dedup_scope, sorted({r.hash for r in batch.adds}))
+    current = None if batch.valid_at is None else valid_at(batch.valid_at, begun=False)
+    for record in (yield from scan(all_of(hashes, current))):
+        held.setdefault(record.hash, record)
+    for record in batch.adds:
+        if record.valid_to is not None:  # a past version (an import): never a duplicate
+            continue
+        if record.hash in held:
+            winners[record.id] = held[record.hash]
+        else:
+            held[record.hash] = record
+    return winners
 
 
 def scan(filter: Filter | None) -> Generator[ListRecords, Any, list[Record]]:

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from memkit._errors import ConfigError, MemkitError, NotFoundError
+from memkit._errors import ConfigError, ConflictError, MemkitError, NotFoundError
 from memkit._filters import Filter, all_of
 from memkit._models import (
     DeleteResult,
@@ -23,6 +23,7 @@ from memkit._pipeline.effects import (
     Get,
     KeywordSearch,
     ListRecords,
+    ReadEvent,
     ReadHistory,
     ResetHistory,
     ResetStore,
@@ -38,8 +39,17 @@ from memkit._pipeline.inputs import (
     text_of,
 )
 from memkit._pipeline.keywords import keyword_query
+from memkit._pipeline.versions import (
+    chain_flow,
+    check_order,
+    end,
+    is_valid,
+    revise,
+    superseded_by,
+    valid_at,
+)
 from memkit._time import to_datetime
-from memkit.stores.base import Hit, Record, WriteBatch
+from memkit.stores.base import Hit, Record, WriteBatch, hash_filter
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
 
@@ -84,12 +94,13 @@ def search_flow(
     ])
 
 
-def get_flow(memory_id: str) -> Flow[MemoryItem | None]:
+def get_flow(memory_id: str, now: str) -> Flow[MemoryItem | None]:
+    """The memory if it is valid ``now`` (past versions: :func:`versions.chain_flow`)."""
     checked = memory_id_of(memory_id)
     if checked is None:
         return None
     record = yield Get(checked)
-    return None if record is None else record.to_item()
+    return None if record is None or not is_valid(record, now) else record.to_item()
 
 
 def get_all_flow(filter: Filter | None, limit: int) -> Flow[SearchResult]:
@@ -107,46 +118,108 @@ def _history_row(record: Record, event: str, old: str | None, new: str | None,
     )
 
 
-def _existing(memory_id: str) -> Flow[Record]:
+def _existing(memory_id: str, now: str) -> Flow[Record]:
+    """The memory with this id, valid ``now``."""
     checked = memory_id_of(memory_id)
     if checked is None:
         raise NotFoundError(f"no memory with id {memory_id!r}"[:300])
     record: Record | None = yield Get(checked)
-    if record is None:
+    if record is None or not is_valid(record, now):
         raise NotFoundError(f"no memory with id {memory_id!r}")
     return record
 
 
+def _scope_key(record: Record) -> Filter | None:
+    """The transaction key of the record's scope (the one adds to that scope take)."""
+    return Scope(record.user_id, record.agent_id, record.run_id).filter()
+
+
 def update_flow(memory_id: str, text: str, metadata: dict[str, object] | None,
-                now: str) -> Flow[MemoryItem]:
+                expires_at: str | None, now: str) -> Flow[MemoryItem]:
+    """The memory keeps its id with the new text; the old text stays as a past version."""
     if not text_of(text, "the new text of a memory").strip():
         raise MemkitError("the new text of a memory must be a non-empty string")
-    record = yield from _existing(memory_id)
-    vectors = yield Embed((text,))
-    updated = replace(record, memory=text, hash=text_hash(text), updated_at=now,
-                      metadata={**record.metadata, **(metadata or {})}, vector=vectors[0])
+    record = yield from _existing(memory_id, now)
+    check_order(record, now)
+    vectors = yield Embed((text, record.memory))
+    changes: dict[str, object] = {"metadata": {**record.metadata, **(metadata or {})}}
+    if expires_at is not None:
+        changes["expires_at"] = expires_at
+    updated, past = revise(record, text, now, vectors[0], vectors[1], **changes)
     history = [_history_row(record, "UPDATE", record.memory, text, now)]
-    yield from apply(WriteBatch(updates=[updated], history=history))
+    yield from apply(WriteBatch(updates=[updated], versions=[past], history=history,
+                                dedup_scope=_scope_key(record)))
     return replace(updated, vector=None).to_item()
 
 
-def delete_flow(memory_id: str, now: str) -> Flow[None]:
-    record = yield from _existing(memory_id)
+def delete_flow(memory_id: str, hard: bool, now: str) -> Flow[None]:
+    """End the memory's validity; ``hard`` removes it and its past versions for good."""
+    if hard:
+        versions = yield from chain_flow(memory_id)
+        if not versions:
+            raise NotFoundError(f"no memory with id {memory_id!r}")
+        yield from apply(WriteBatch(deletes=[v.id for v in versions]))
+        return
+    record = yield from _existing(memory_id, now)
     history = [_history_row(record, "DELETE", record.memory, None, now)]
-    yield from apply(WriteBatch(deletes=[record.id], history=history))
+    yield from apply(WriteBatch(updates=[end(record, now)], history=history,
+                                dedup_scope=_scope_key(record)))
 
 
 def delete_all_flow(scope: Scope, filter: Filter | None, now: str) -> Flow[DeleteResult]:
-    """Delete every memory of the scope, in batches; one DELETE event per memory."""
+    """End every current memory of the scope, in batches; one DELETE event per memory."""
     events: list[MemoryEvent] = []
-    selection = all_of(scope.filter(), filter)
+    selection = all_of(scope.filter(), filter, valid_at(now, include_expired=True))
     while True:
         page, _ = yield ListRecords(selection, 1000, None)
         if not page:
             return DeleteResult(results=events)
         history = [_history_row(r, "DELETE", r.memory, None, now) for r in page]
-        yield from apply(WriteBatch(deletes=[r.id for r in page], history=history))
+        yield from apply(WriteBatch(updates=[end(r, now) for r in page], history=history))
         events.extend(r.to_event("DELETE", old=r.memory) for r in page)
+
+
+def purge_flow(scope: Scope, filter: Filter | None) -> Flow[int]:
+    """Remove every record of the scope (matching ``filter``) for good: current memories,
+    past versions and deleted ones. Returns how many records were removed."""
+    selection = all_of(scope.filter(), filter)
+    removed = 0
+    while True:
+        page, _ = yield ListRecords(selection, 1000, None)
+        if not page:
+            return removed
+        yield from apply(WriteBatch(deletes=[r.id for r in page]))
+        removed += len(page)
+
+
+def supersede_flow(old_id: str, text: str, metadata: dict[str, object] | None,
+                   expires_at: str | None, now: str) -> Flow[MemoryItem]:
+    """A new memory (new id) that replaces ``old_id``, which stays as a past version.
+
+    A version is superseded once: a second supersede of it raises ConflictError.
+    """
+    if not text_of(text, "the text of a memory").strip():
+        raise MemkitError("the text of a memory must be a non-empty string")
+    checked = memory_id_of(old_id)
+    if checked is None:
+        raise NotFoundError(f"no memory with id {old_id!r}"[:300])
+    old: Record | None = yield Get(checked)
+    if old is None:
+        raise NotFoundError(f"no memory with id {old_id!r}")
+    if not is_valid(old, now):
+        raise ConflictError(f"memory {old_id} is no longer valid (superseded, deleted or expired)"
+                            "; only the current version can be superseded")
+    check_order(old, now)
+    vectors = yield Embed((text,))
+    new = replace(old, id=str(uuid.uuid4()), memory=text, hash=text_hash(text), created_at=now,
+                  updated_at=now, valid_from=now, valid_to=None, supersedes=old.id,
+                  metadata={**old.metadata, **(metadata or {})}, vector=vectors[0],
+                  expires_at=expires_at if expires_at is not None else old.expires_at)
+    history = [_history_row(old, "UPDATE", old.memory, text, now),
+               _history_row(new, "ADD", None, text, now)]
+    yield from apply(WriteBatch(updates=[end(old, now)], versions=[new], history=history,
+                                dedup_scope=_scope_key(old), unless=superseded_by(old.id)))
+    return replace(new, vector=None).to_item()
 
 
 def history_flow(memory_id: str) -> Flow[HistoryList]:
@@ -160,3 +233,62 @@ def history_flow(memory_id: str) -> Flow[HistoryList]:
 def reset_flow() -> Flow[None]:
     yield ResetStore()
     yield ResetHistory()
+
+
+def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:
+    """Undo one ADD, UPDATE or DELETE of the history; the undoing is an event of its own.
+
+    The memory must still be as the event left it (revert later events first);
+    an event is reverted once.
+    """
+    if not isinstance(event_id, str) or not event_id:
+        raise NotFoundError(f"no history event with id {event_id!r}")
+    event: HistoryRecord | None = yield ReadEvent(event_id)
+    if event is None:
+        raise NotFoundError(f"no history event with id {event_id!r}")
+    if event.event == "NONE":
+        raise MemkitError(f"event {event_id} changed nothing; there is nothing to revert")
+    rows: list[HistoryRecord] = yield ReadHistory(event.memory_id)
+    if any(r.reverts == event_id for r in rows):
+        raise ConflictError(f"event {event_id} was already reverted")
+    record: Record | None = yield Get(event.memory_id)
+    if record is None:
+        raise ConflictError(f"memory {event.memory_id} was removed for good")
+    ended = record.valid_to is not None
+    expected = event.old_value if event.event == "DELETE" else event.new_value
+    if record.memory != expected or ended != (event.event == "DELETE"):
+        raise ConflictError(f"memory {record.id} changed after event {event_id}; "
+                            "revert the later events first")
+    # checked again inside the transaction, so that concurrent reverts of one event
+    # cannot both apply: the memory's text must still be current (ADD, UPDATE), or the
+    # deleted text must not be current again (DELETE)
+    current_text = all_of(_scope_key(record), hash_filter(None, [record.hash]),
+                          valid_at(now, include_expired=True, begun=False))
+    batch = WriteBatch(dedup_scope=_scope_key(record))
+    if event.event == "DELETE":
+        batch.unless = current_text
+    else:
+        batch.requires = current_text
+    if event.event == "ADD":
+        batch.updates.append(end(record, now))
+        row = _history_row(record, "DELETE", record.memory, None, now)
+    elif event.event == "UPDATE":
+        check_order(record, now)
+        old_text = event.old_value or ""
+        vectors = yield Embed((old_text, record.memory))
+        updated, past = revise(record, old_text, now, vectors[0], vectors[1])
+        batch.updates.append(updated)
+        batch.versions.append(past)
+        row = _history_row(record, "UPDATE", record.memory, old_text, now)
+    else:  # DELETE: the deleted interval stays a past version; the memory is valid again
+        vectors = yield Embed((record.memory,))
+        past = replace(record, id=str(uuid.uuid4()), vector=vectors[0],
+                       valid_from=record.valid_from or record.created_at)
+        batch.versions.append(past)
+        batch.updates.append(replace(record, valid_from=now, valid_to=None, updated_at=now,
+                                     supersedes=past.id, vector=None))
+        row = _history_row(record, "ADD", None, record.memory, now)
+    row = row.model_copy(update={"reverts": event_id})
+    batch.history.append(row)
+    yield from apply(batch)
+    return row

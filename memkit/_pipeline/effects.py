@@ -82,6 +82,13 @@ class ReadHistory:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadEvent:
+    """-> HistoryRecord | None"""
+
+    event_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class ResetStore:
     """-> None"""
 
@@ -124,7 +131,7 @@ class AppendHistory:
 
 Effect: TypeAlias = (
     Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction | ReadHistory
-    | ResetStore | ResetHistory
+    | ReadEvent | ResetStore | ResetHistory
 )
 WriteEffect: TypeAlias = ListRecords | Insert | Update | Delete | AppendHistory
 T = TypeVar("T")

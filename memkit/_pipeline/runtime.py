@@ -29,6 +29,7 @@ from memkit._pipeline.effects import (
     Insert,
     KeywordSearch,
     ListRecords,
+    ReadEvent,
     ReadHistory,
     ResetHistory,
     ResetStore,
@@ -174,6 +175,8 @@ def store_job(effect: Effect | WriteEffect, store: VectorStore, history: History
             return job(writer.list, writer.alist, filter, limit, cursor, order)
         case ReadHistory(memory_id):
             return job(history.get, history.aget, memory_id)
+        case ReadEvent(event_id):
+            return job(history.event, history.aevent, event_id)
         case ResetStore():
             return job(store.reset, store.areset)
         case ResetHistory():

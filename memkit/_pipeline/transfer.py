@@ -27,7 +27,8 @@ BATCH = 64
 
 
 def export_flow(filter: Filter | None) -> Flow[list[ExportedMemory]]:
-    """Every memory matching ``filter`` with its history, in id order."""
+    """Every record matching ``filter`` (past versions and deleted memories too) with its
+    history, in id order."""
     exported: list[ExportedMemory] = []
     for record in (yield from scan(filter)):
         history: list[HistoryRecord] = yield ReadHistory(record.id)
@@ -86,11 +87,15 @@ def _incoming(row: ExportedMemory | Mapping[str, Any]) -> tuple[Record, list[His
     scope = Scope.of(data.get("user_id"), data.get("agent_id"), data.get("run_id"))
     created = to_iso(data.get("created_at") or utcnow())
     updated = to_iso(data.get("updated_at") or created)
+    valid_from, valid_to, expires_at = (None if data.get(k) is None else to_iso(data[k])
+                                        for k in ("valid_from", "valid_to", "expires_at"))
     record = Record(id=memory_id, memory=text, hash=text_hash(text), created_at=created,
                     updated_at=updated, user_id=scope.user_id, agent_id=scope.agent_id,
-                    run_id=scope.run_id, metadata=metadata_of(data.get("metadata")))
+                    run_id=scope.run_id, metadata=metadata_of(data.get("metadata")),
+                    supersedes=None if data.get("supersedes") is None else str(data["supersedes"]),
+                    valid_from=valid_from, valid_to=valid_to, expires_at=expires_at)
     rows = data.get("history")
-    if isinstance(rows, list) and rows:
+    if isinstance(rows, list) and (rows or record.supersedes or record.valid_to):
         history = [HistoryRecord.model_validate({**dict(h), "memory_id": memory_id}) for h in rows]
     else:  # a mem0 export has no history: record the memory's creation
         history = [HistoryRecord(

@@ -33,6 +33,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for machines."
 FiltersOpt = Annotated[str | None, typer.Option(
     "--filters", "-f", help='A filter as JSON, e.g. \'{"topic": "food"}\'.')]
 LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=1, help="How many at most.")]
+AsOfOpt = Annotated[str | None, typer.Option(
+    "--as-of", help="ISO 8601 time: what was valid then (default: now).")]
 
 
 def _settings(ctx: typer.Context) -> Settings:
@@ -158,6 +160,10 @@ def add(
     infer: Annotated[bool, typer.Option(
         "--infer/--no-infer", help="Let the LLM curate facts, or store the text verbatim.")
                      ] = True,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Show the decided operations; store nothing.")] = False,
+    expires_at: Annotated[str | None, typer.Option(
+        "--expires-at", help="ISO 8601 time after which the memory is hidden.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Remember a text (with --infer, the LLM extracts and reconciles facts)."""
@@ -169,7 +175,8 @@ def add(
             waiting.start()
         try:
             result = memory.add(text, user_id=user_id, agent_id=agent_id, run_id=run_id,
-                                metadata=_json_arg(metadata, "--metadata"), infer=infer)
+                                metadata=_json_arg(metadata, "--metadata"), infer=infer,
+                                dry_run=dry_run, expires_at=expires_at)
         finally:
             if waiting is not None:
                 waiting.stop()
@@ -187,13 +194,15 @@ def search(
     limit: LimitOpt = 10, filters: FiltersOpt = None,
     threshold: Annotated[float | None, typer.Option(min=0, max=1)] = None,
     mode: Annotated[str | None, typer.Option(help="hybrid, vector or keyword.")] = None,
+    as_of: AsOfOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The memories of a scope most relevant to a query."""
     with _memory(ctx) as memory:
         result = memory.search(query, user_id=user_id, agent_id=agent_id, run_id=run_id,
                                limit=limit, filters=_json_arg(filters, "--filters"),
-                               threshold=threshold, mode=mode)  # type: ignore[arg-type]
+                               threshold=threshold, mode=mode,  # type: ignore[arg-type]
+                               as_of=as_of)
     data = result.model_dump(mode="json")
     _emit(data, as_json, lambda: _table(data["results"], ["score", "id", "memory"]))
 
@@ -217,12 +226,14 @@ def get(
 def list_(
     ctx: typer.Context,
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
-    limit: LimitOpt = 100, filters: FiltersOpt = None, as_json: JsonOpt = False,
+    limit: LimitOpt = 100, filters: FiltersOpt = None, as_of: AsOfOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """A scope's memories, newest first."""
+    """A scope's memories valid now (or --as-of then), newest first."""
     with _memory(ctx) as memory:
         result = memory.get_all(user_id=user_id, agent_id=agent_id, run_id=run_id,
-                                filters=_json_arg(filters, "--filters"), limit=limit)
+                                filters=_json_arg(filters, "--filters"), limit=limit,
+                                as_of=as_of)
     data = result.model_dump(mode="json")
     _emit(data, as_json, lambda: _table(data["results"], ["id", "memory", "updated_at"]))
 
@@ -249,16 +260,22 @@ def delete(
     memory_id: Annotated[str | None, typer.Argument(metavar="[ID]")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Delete every memory of the scope.")
                     ] = False,
+    hard: Annotated[bool, typer.Option(
+        "--hard", help="Remove for good, past versions too (with --all: purge the scope).")
+                    ] = False,
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Delete one memory by id (or a unique prefix), or with --all every memory of a scope."""
+    """Delete one memory by id (or a unique prefix), or with --all every memory of a scope.
+    A delete ends validity (--as-of reads still see it); --hard removes for good."""
     if (memory_id is None) == (not all_):
         fail("give either an ID or --all with a scope")
     with _memory(ctx) as memory:
         if memory_id is not None:
-            memory.delete(_resolve_id(memory, memory_id))
+            memory.delete(_resolve_id(memory, memory_id), hard=hard)
             count = 1
+        elif hard:
+            count = memory.purge(user_id=user_id, agent_id=agent_id, run_id=run_id)
         else:
             count = memory.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id).count
     _emit({"deleted": count}, as_json, lambda: print(f"deleted {count}"))
@@ -275,7 +292,47 @@ def history(
         if not records:
             records = memory.history(_resolve_id(memory, memory_id))
         rows = [r.model_dump(mode="json") for r in records]
-    _emit(rows, as_json, lambda: _table(rows, ["timestamp", "event", "old_value", "new_value"]))
+    _emit(rows, as_json, lambda: _table(
+        rows, ["id", "timestamp", "event", "old_value", "new_value", "reverts"]))
+
+
+@app.command()
+def versions(
+    ctx: typer.Context, memory_id: Annotated[str, typer.Argument(metavar="ID")],
+    as_json: JsonOpt = False,
+) -> None:
+    """A memory's version chain, oldest first, with when each version was valid."""
+    with _memory(ctx) as memory:
+        chain = memory.versions(memory_id) or memory.versions(_resolve_id(memory, memory_id))
+        rows = [v.model_dump(mode="json", exclude={"score"}) for v in chain]
+    if not rows:
+        fail(f"no memory with id {memory_id!r}")
+    _emit(rows, as_json, lambda: _table(rows, ["id", "valid_from", "valid_to", "memory"]))
+
+
+@app.command()
+def supersede(
+    ctx: typer.Context, memory_id: Annotated[str, typer.Argument(metavar="ID")],
+    text: Annotated[str, typer.Argument(help="The text that replaces it.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Replace a memory by a new one (new id); the old one stays as a past version."""
+    with _memory(ctx) as memory:
+        item = memory.supersede(_resolve_id(memory, memory_id), text)
+    data = item.model_dump(mode="json", exclude={"score"})
+    _emit(data, as_json, lambda: print(f"superseded {memory_id} by {data['id']}: {data['memory']}"))
+
+
+@app.command()
+def revert(
+    ctx: typer.Context, event_id: Annotated[str, typer.Argument(metavar="EVENT_ID")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Undo one ADD, UPDATE or DELETE (an event id from `memkit history`)."""
+    with _memory(ctx) as memory:
+        undo = memory.revert(event_id)
+    data = undo.model_dump(mode="json")
+    _emit(data, as_json, lambda: print(f"reverted {event_id} ({undo.event} {undo.memory_id})"))
 
 
 @app.command()
@@ -337,26 +394,32 @@ def import_(
 
 @app.command()
 def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """How many memories, per user, agent and run, and where they are kept."""
+    """How many current memories, per user, agent and run, how many past versions and
+    deleted ones, and where they are kept."""
     from collections import Counter
 
     counters: dict[str, Counter[str]] = {f: Counter() for f in ("user_id", "agent_id", "run_id")}
-    total = 0
+    total = ended = 0
     with _memory(ctx) as memory:
         for record in memory.export():
+            if record.valid_to is not None:  # a past version, or a deleted memory
+                ended += 1
+                continue
             total += 1
             for name, counter in counters.items():
                 if (value := getattr(record, name)) is not None:
                     counter[value] += 1
         data = {
             "memories": total,
+            "ended": ended,
             "store": memory.config.vector_store.provider,
             "embedder": memory.embedder.model_name,
             **{f"{name}s": dict(c.most_common()) for name, c in counters.items()},
         }
 
     def render() -> None:
-        print(f"{total} memories in {data['store']} (embedder {data['embedder']})")
+        print(f"{total} memories in {data['store']} (embedder {data['embedder']}), "
+              f"{ended} past versions or deleted")
         for name, counter in counters.items():
             if counter:
                 _table([{name: k, "memories": v} for k, v in counter.most_common(20)],

@@ -21,6 +21,10 @@ class HistoryStore(ABC):
         """A memory's records, oldest first (ties broken by insertion order)."""
 
     @abstractmethod
+    def event(self, event_id: str) -> HistoryRecord | None:
+        """The record with this id, or ``None``."""
+
+    @abstractmethod
     def reset(self) -> None:
         """Delete every record."""
 
@@ -32,6 +36,9 @@ class HistoryStore(ABC):
 
     async def aget(self, memory_id: str) -> list[HistoryRecord]:
         return await asyncio.to_thread(self.get, memory_id)
+
+    async def aevent(self, event_id: str) -> HistoryRecord | None:
+        return await asyncio.to_thread(self.event, event_id)
 
     async def areset(self) -> None:
         await asyncio.to_thread(self.reset)

@@ -32,7 +32,7 @@ from memkit.history.base import HistoryStore
 
 _COLUMNS = (
     "id", "memory_id", "event", "old_value", "new_value", "timestamp", "is_deleted",
-    "user_id", "agent_id", "run_id", "actor_id", "role",
+    "user_id", "agent_id", "run_id", "actor_id", "role", "reverts",
 )
 
 
@@ -96,8 +96,12 @@ class PostgresHistory(PoolOwner, HistoryStore):
             "CREATE TABLE IF NOT EXISTS {t} (seq bigserial PRIMARY KEY, id text NOT NULL,"
             " memory_id text NOT NULL, event text NOT NULL, old_value text, new_value text,"
             " timestamp timestamptz NOT NULL, is_deleted boolean NOT NULL DEFAULT FALSE,"
-            " user_id text, agent_id text, run_id text, actor_id text, role text)"
+            " user_id text, agent_id text, run_id text, actor_id text, role text, reverts text)"
         ).format(t=self._table))
+        yield Statement(sql.SQL(  # a log written before reverts existed
+            "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS reverts text").format(t=self._table))
+        yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (id)").format(
+            i=sql.Identifier(f"{self.table}_id"), t=self._table))
         yield Statement(sql.SQL(
             "CREATE INDEX IF NOT EXISTS {i} ON {t} (memory_id, timestamp, seq)"
         ).format(i=sql.Identifier(f"{self.table}_memory"), t=self._table))
@@ -123,8 +127,15 @@ class PostgresHistory(PoolOwner, HistoryStore):
             .format(cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)), t=self._table),
             {"m": memory_id},
         )
-        records = [dict(zip(_COLUMNS, row, strict=True)) for row in rows]
-        return [HistoryRecord(**r | {"timestamp": to_datetime(r["timestamp"])}) for r in records]
+        return [_history(row) for row in rows]
+
+    def _event_op(self, event_id: str) -> Op[HistoryRecord | None]:
+        rows = yield Statement(
+            sql.SQL("SELECT {cols} FROM {t} WHERE id = %(e)s LIMIT 1")
+            .format(cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)), t=self._table),
+            {"e": event_id},
+        )
+        return _history(rows[0]) if rows else None
 
     def _reset_op(self) -> Op[None]:
         yield Statement(sql.SQL("DELETE FROM {t}").format(t=self._table))
@@ -142,6 +153,9 @@ class PostgresHistory(PoolOwner, HistoryStore):
     def get(self, memory_id: str) -> list[HistoryRecord]:
         return self._run(self._get_op(memory_id))
 
+    def event(self, event_id: str) -> HistoryRecord | None:
+        return self._run(self._event_op(event_id))
+
     def reset(self) -> None:
         self._run(self._reset_op())
 
@@ -151,8 +165,16 @@ class PostgresHistory(PoolOwner, HistoryStore):
     async def aget(self, memory_id: str) -> list[HistoryRecord]:
         return await self._arun(self._get_op(memory_id))
 
+    async def aevent(self, event_id: str) -> HistoryRecord | None:
+        return await self._arun(self._event_op(event_id))
+
     async def areset(self) -> None:
         await self._arun(self._reset_op())
+
+
+def _history(row: Sequence[Any]) -> HistoryRecord:
+    values = dict(zip(_COLUMNS, row, strict=True))
+    return HistoryRecord(**values | {"timestamp": to_datetime(values["timestamp"])})
 
 
 def _one(query: sql.Composed) -> Op[None]:

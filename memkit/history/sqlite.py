@@ -157,7 +157,7 @@ class SQLiteConnection:
 
 _COLUMNS = (
     "id", "memory_id", "event", "old_value", "new_value", "timestamp", "is_deleted",
-    "user_id", "agent_id", "run_id", "actor_id", "role",
+    "user_id", "agent_id", "run_id", "actor_id", "role", "reverts",
 )
 
 
@@ -184,8 +184,13 @@ class SQLiteHistory(HistoryStore):
                 " seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL,"
                 " memory_id TEXT NOT NULL, event TEXT NOT NULL, old_value TEXT, new_value TEXT,"
                 " timestamp TEXT NOT NULL, is_deleted INTEGER NOT NULL DEFAULT 0,"
-                " user_id TEXT, agent_id TEXT, run_id TEXT, actor_id TEXT, role TEXT)"
+                " user_id TEXT, agent_id TEXT, run_id TEXT, actor_id TEXT, role TEXT,"
+                " reverts TEXT)"
             )
+            present = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
+            if "reverts" not in present:  # a log written before reverts existed
+                conn.execute(f'ALTER TABLE "{table}" ADD COLUMN reverts TEXT')
+            conn.execute(f'CREATE INDEX IF NOT EXISTS "{table}_id" ON "{table}" (id)')
             conn.execute(
                 f'CREATE INDEX IF NOT EXISTS "{table}_memory"'
                 f' ON "{table}" (memory_id, timestamp, seq)'
@@ -210,6 +215,13 @@ class SQLiteHistory(HistoryStore):
             ).fetchall()
         return [_from_row(row) for row in rows]
 
+    def event(self, event_id: str) -> HistoryRecord | None:
+        with self._db.read() as conn:
+            row = conn.execute(
+                f'SELECT {", ".join(_COLUMNS)} FROM "{self._table}" WHERE id = ?', (event_id,)
+            ).fetchone()
+        return None if row is None else _from_row(row)
+
     def reset(self) -> None:
         with self._db.write() as conn:
             conn.execute(f'DELETE FROM "{self._table}"')
@@ -223,7 +235,7 @@ def _to_row(record: HistoryRecord) -> tuple[Any, ...]:
     return (
         record.id, record.memory_id, record.event, record.old_value, record.new_value,
         to_iso(record.timestamp), int(record.is_deleted), record.user_id, record.agent_id,
-        record.run_id, record.actor_id, record.role,
+        record.run_id, record.actor_id, record.role, record.reverts,
     )
 
 

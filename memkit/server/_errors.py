@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memkit import (
+    ConflictError,
     EmbeddingError,
     FilterError,
     LLMError,
@@ -23,6 +24,7 @@ from memkit.server._schemas import ErrorBody
 
 _ERROR_TYPES: list[tuple[type[Exception], int, str]] = [
     (NotFoundError, 404, "not_found"),
+    (ConflictError, 409, "conflict"),
     (ScopeError, 400, "scope_error"),
     (FilterError, 400, "filter_error"),
     (LLMError, 502, "llm_error"),
@@ -31,11 +33,13 @@ _ERROR_TYPES: list[tuple[type[Exception], int, str]] = [
     (MemkitError, 400, "invalid_request"),
 ]
 _HTTP_TYPES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+               409: "conflict",
                413: "payload_too_large", 422: "validation_error"}
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": kind}
     for code, kind in ((400, "invalid request"), (401, "missing or unknown API key"),
-                       (403, "outside the key's scope"), (413, "body too large"),
+                       (403, "outside the key's scope"), (409, "conflicts with what is stored"),
+                       (413, "body too large"),
                        (422, "malformed body or parameters"))
 }
 

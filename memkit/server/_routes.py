@@ -4,6 +4,7 @@ memory and the change feed through ``app.state``."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -30,6 +31,7 @@ from memkit.server._schemas import (
     MemoryPage,
     SearchBody,
     SearchMode,
+    SupersedeBody,
     UpdateBody,
 )
 
@@ -114,7 +116,10 @@ async def add_memories(body: AddBody, grant: Auth, mem: Mem, feed: Feed) -> AddR
     result = await mem.add(messages, user_id=scope["user_id"], agent_id=scope["agent_id"],
                            run_id=scope["run_id"], metadata=body.metadata, infer=body.infer,
                            timestamp=body.timestamp, prompt=body.prompt, filters=body.filters,
-                           on_error=body.on_error)
+                           on_error=body.on_error, expires_at=body.expires_at,
+                           dry_run=body.dry_run)
+    if body.dry_run:
+        return result
     feed.publish(ChangeEvent.of(_CHANGES[ev.event], ev.id, _item_scope(ev),
                                 **({} if ev.event == "DELETE" else {"memory": ev.memory}))
                  for ev in result.results if ev.event in _CHANGES)
@@ -130,11 +135,14 @@ async def list_memories(
     filters: Annotated[str | None, Query(description="A filter as a JSON object")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    as_of: Annotated[datetime | None, Query(description="What was valid then")] = None,
+    include_expired: bool = False,
 ) -> MemoryPage:
-    """Newest first, ``limit`` at a time from ``offset``."""
+    """Newest first, ``limit`` at a time from ``offset``; valid now unless ``as_of``."""
     scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
     found = await mem.get_all(**scope, filters=_filters_param(filters),
-                              limit=offset + limit + 1)
+                              limit=offset + limit + 1, as_of=as_of,
+                              include_expired=include_expired)
     page = found.results[offset:offset + limit]
     more = len(found.results) > offset + limit
     return MemoryPage(results=page, offset=offset, limit=limit,
@@ -148,9 +156,13 @@ async def delete_all_memories(
     agent_id: Annotated[str | None, Query(min_length=1)] = None,
     run_id: Annotated[str | None, Query(min_length=1)] = None,
     filters: Annotated[str | None, Query(description="A filter as a JSON object")] = None,
+    purge: Annotated[bool, Query(description="Remove every record for good (past versions "
+                                             "and deleted memories too)")] = False,
 ) -> Deleted:
     scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
     parsed = _filters_param(filters)
+    if purge:
+        return Deleted(deleted=await mem.purge(**scope, filters=parsed))
     deleted = await mem.delete_all(**scope, filters=parsed)
     feed.publish(ChangeEvent.of("memory_deleted", e.id, _item_scope(e)) for e in deleted.results)
     return Deleted(deleted=deleted.count)
@@ -167,10 +179,13 @@ async def search_get(
     threshold: Annotated[float | None, Query(ge=0, le=1)] = None,
     mode: SearchMode | None = None,
     filters: Annotated[str | None, Query(description="A filter as a JSON object")] = None,
+    as_of: Annotated[datetime | None, Query(description="What was valid then")] = None,
+    include_expired: bool = False,
 ) -> SearchResult:
     body = SearchBody(query=q, user_id=user_id, agent_id=agent_id, run_id=run_id,
                       limit=limit, threshold=threshold, mode=mode,
-                      filters=_filters_param(filters))
+                      filters=_filters_param(filters), as_of=as_of,
+                      include_expired=include_expired)
     return await search_post(body, grant, mem)
 
 
@@ -180,7 +195,8 @@ async def search_post(body: SearchBody, grant: Auth, mem: Mem) -> SearchResult:
     scope: dict[str, Any] = scope_for(
         grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
     return await mem.search(body.query, **scope, limit=body.limit, filters=body.filters,
-                            threshold=body.threshold, mode=body.mode)
+                            threshold=body.threshold, mode=body.mode, as_of=body.as_of,
+                            include_expired=body.include_expired)
 
 
 @router.get("/memories/{memory_id}/", response_model=MemoryItem, summary="Get a memory")
@@ -191,16 +207,21 @@ async def get_memory(memory_id: str, grant: Auth, mem: Mem) -> MemoryItem:
 @router.put("/memories/{memory_id}/", response_model=MemoryItem, summary="Update a memory")
 async def update_memory(memory_id: str, body: UpdateBody, grant: Auth, mem: Mem, feed: Feed) -> MemoryItem:
     await visible(mem, grant, memory_id)
-    item = await mem.update(memory_id, body.text, metadata=body.metadata)
+    item = await mem.update(memory_id, body.text, metadata=body.metadata,
+                            expires_at=body.expires_at)
     feed.publish([ChangeEvent.of("memory_updated", item.id, _item_scope(item),
                               memory=item.memory)])
     return item
 
 
 @router.delete("/memories/{memory_id}/", response_model=Deleted, summary="Delete a memory")
-async def delete_memory(memory_id: str, grant: Auth, mem: Mem, feed: Feed) -> Deleted:
+async def delete_memory(
+    memory_id: str, grant: Auth, mem: Mem, feed: Feed,
+    hard: Annotated[bool, Query(description="Remove it and its past versions for good")] = False,
+) -> Deleted:
+    """Ends the memory's validity (``as_of`` reads still see it); ``hard`` removes it."""
     item = await visible(mem, grant, memory_id)
-    await mem.delete(memory_id)
+    await mem.delete(memory_id, hard=hard)
     feed.publish([ChangeEvent.of("memory_deleted", item.id, _item_scope(item))])
     return Deleted(deleted=1)
 
@@ -218,6 +239,52 @@ async def memory_history(memory_id: str, grant: Auth, mem: Mem) -> list[HistoryR
         raise ScopeForbidden("this memory is outside the API key's scope")
     return rows
 
+@router.post("/memories/{memory_id}/supersede/", response_model=MemoryItem,
+             summary="Replace a memory by a new one")
+async def supersede_memory(memory_id: str, body: SupersedeBody, grant: Auth, mem: Mem,
+                           feed: Feed) -> MemoryItem:
+    """A new memory (new id) replaces this one, which stays as a past version; 409 if this
+    version was already superseded."""
+    chain = await mem.versions(memory_id)  # a superseded version is 409, not 404
+    old = next((v for v in chain if v.id == memory_id), None)
+    if old is None:
+        raise NotFoundError(f"no memory with id {memory_id!r}")
+    if not grant.can_see(_item_scope(old)):
+        raise ScopeForbidden("this memory is outside the API key's scope")
+    item = await mem.supersede(memory_id, body.text, metadata=body.metadata,
+                               expires_at=body.expires_at)
+    feed.publish([ChangeEvent.of("memory_deleted", old.id, _item_scope(old)),
+                  ChangeEvent.of("memory_created", item.id, _item_scope(item),
+                                 memory=item.memory)])
+    return item
+
+@router.get("/memories/{memory_id}/versions/", response_model=list[MemoryItem],
+            summary="A memory's version chain")
+async def memory_versions(memory_id: str, grant: Auth, mem: Mem) -> list[MemoryItem]:
+    """Past versions and the current one, oldest first (from any version's id)."""
+    chain = await mem.versions(memory_id)
+    if not chain:
+        raise NotFoundError(f"no memory with id {memory_id!r}")
+    if not grant.can_see(_item_scope(chain[-1])):
+        raise ScopeForbidden("this memory is outside the API key's scope")
+    return chain
+
+@router.post("/memories/{memory_id}/history/{event_id}/revert/", response_model=HistoryRecord,
+             summary="Undo one change")
+async def revert_event(memory_id: str, event_id: str, grant: Auth, mem: Mem,
+                       feed: Feed) -> HistoryRecord:
+    """Undo one ADD, UPDATE or DELETE of the memory's history; 409 if it was already
+    reverted or the memory changed since."""
+    rows = await mem.history(memory_id)
+    if not any(r.id == event_id for r in rows):
+        raise NotFoundError(f"memory {memory_id!r} has no event {event_id!r}")
+    if not grant.can_see(_item_scope(rows[-1])):
+        raise ScopeForbidden("this memory is outside the API key's scope")
+    undo = await mem.revert(event_id)
+    kind: EventType = ("memory_deleted" if undo.event == "DELETE" else
+                       "memory_created" if undo.event == "ADD" else "memory_updated")
+    feed.publish([ChangeEvent.of(kind, memory_id, _item_scope(undo), memory=undo.new_value)])
+    return undo
 
 @router.post("/reset/", summary="Delete every memory and all history (admin keys only)")
 async def reset(grant: Auth, mem: Mem) -> dict[str, bool]:

@@ -42,6 +42,9 @@ class AddBody(_Body):
     on_error: Literal["raise", "degrade"] | None = Field(
         None, description='"degrade" reports LLM and embedding failures in errors and stores '
                           "what it can; default: the server's configuration (raise).")
+    expires_at: datetime | None = Field(
+        None, description="After this the memories are hidden unless asked for.")
+    dry_run: bool = Field(False, description="Return the decided operations; apply nothing.")
 
 
 class SearchBody(_Body):
@@ -53,11 +56,18 @@ class SearchBody(_Body):
     filters: dict[str, Any] | None = None
     threshold: float | None = Field(None, ge=0, le=1)
     mode: SearchMode | None = None
+    as_of: datetime | None = Field(None, description="Search what was valid then (default: now).")
+    include_expired: bool = False
 
 
 class UpdateBody(_Body):
     text: str = Field(min_length=1, description="The memory's new text.")
     metadata: dict[str, Any] | None = Field(None, description="Merged into the metadata.")
+    expires_at: datetime | None = Field(None, description="A new expiry.")
+
+
+class SupersedeBody(UpdateBody):
+    """The text of the memory that replaces this one (a new id)."""
 
 
 class MemoryPage(_Body):

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from memkit._filters import MISSING, And, Condition, Filter, all_of
+from memkit._filters import BUILTIN_FIELDS, MISSING, And, Condition, Filter, all_of
 from memkit._models import Event, HistoryRecord, MemoryEvent, MemoryItem
 from memkit._time import to_datetime
 
@@ -55,6 +55,13 @@ class Record:
     run_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     vector: Vector | None = None
+    #: event time: when the fact became true, and when it stopped (superseded or deleted)
+    valid_from: str | None = None
+    valid_to: str | None = None
+    #: after this the memory is not returned unless asked for
+    expires_at: str | None = None
+    #: the id of the version this one replaced (the past version's record)
+    supersedes: str | None = None
 
     def lookup(self, name: str) -> Any:
         """A field's value for the filter evaluator, or ``MISSING``."""
@@ -67,7 +74,7 @@ class Record:
             "memory": self.memory, "hash": self.hash,
             "created_at": self.created_at, "updated_at": self.updated_at,
             "user_id": self.user_id, "agent_id": self.agent_id, "run_id": self.run_id,
-            "metadata": self.metadata,
+            "metadata": self.metadata, **{k: getattr(self, k) for k in TEMPORAL_FIELDS},
         }
 
     @classmethod
@@ -77,7 +84,7 @@ class Record:
             created_at=payload["created_at"], updated_at=payload["updated_at"],
             user_id=payload.get("user_id"), agent_id=payload.get("agent_id"),
             run_id=payload.get("run_id"), metadata=dict(payload.get("metadata") or {}),
-            vector=vector,
+            vector=vector, **{k: payload.get(k) for k in TEMPORAL_FIELDS},
         )
 
     def with_vector(self, vector: Vector | None) -> Record:
@@ -88,7 +95,9 @@ class Record:
             id=self.id, memory=self.memory, hash=self.hash, metadata=self.metadata,
             user_id=self.user_id, agent_id=self.agent_id, run_id=self.run_id,
             created_at=to_datetime(self.created_at), updated_at=to_datetime(self.updated_at),
-            score=score,
+            score=score, supersedes=self.supersedes,
+            **{k: None if getattr(self, k) is None else to_datetime(getattr(self, k))
+               for k in ("valid_from", "valid_to", "expires_at")},
         )
 
     def to_event(self, event: Event, old: str | None = None, new: str | None = None) -> MemoryEvent:
@@ -99,7 +108,8 @@ class Record:
         )
 
 
-_BUILTINS = frozenset({"memory", "hash", "user_id", "agent_id", "run_id", "created_at", "updated_at"})
+TEMPORAL_FIELDS = ("valid_from", "valid_to", "expires_at", "supersedes")
+_BUILTINS = BUILTIN_FIELDS
 
 
 @dataclass(slots=True)
@@ -113,8 +123,11 @@ class WriteBatch:
     """Changes applied together by the apply flow (:mod:`memkit._pipeline.apply`).
 
     ``adds`` whose hash already exists among the records matching
-    ``dedup_scope`` (or earlier in the same batch) are skipped, atomically with
-    respect to other writers of the store; their history rows too.
+    ``dedup_scope`` and valid at ``valid_at`` (or earlier in the same batch) are
+    skipped, atomically with respect to other writers of the store; their
+    history rows too. ``versions`` (past versions) are inserted as they are.
+    When a record matches ``unless``, or none matches ``requires``, nothing is
+    applied (``ConflictError``).
     """
 
     adds: list[Record] = field(default_factory=list)
@@ -122,6 +135,10 @@ class WriteBatch:
     deletes: list[str] = field(default_factory=list)
     history: list[HistoryRecord] = field(default_factory=list)
     dedup_scope: Filter | None = None
+    versions: list[Record] = field(default_factory=list)
+    valid_at: str | None = None
+    unless: Filter | None = None
+    requires: Filter | None = None
 
 
 def hash_filter(scope: Filter | None, hashes: Sequence[str]) -> Filter:

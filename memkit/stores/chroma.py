@@ -10,7 +10,7 @@ fields that makes the reference semantics (:mod:`memkit._filters.evaluate`)
 expressible::
 
     n:f number (as a float: Chroma compares an integer field with a float operand
-        by truncating the operand)   b:f boolean   s:f string   t:f created_at/updated_at in epoch µs
+        by truncating the operand)   b:f boolean   s:f string   t:f timestamps in epoch µs
     ln:f / lb:f / ls:f / ll:f   the numbers (as floats), booleans, strings and
                                 lower-cased strings of a list
     sub:f / isub:f              every substring of a string of at most 24 characters
@@ -42,6 +42,8 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 from urllib.parse import urlparse
+
+import numpy as np
 
 from memkit._errors import ConfigError, FilterError, VectorStoreError
 from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or
@@ -205,8 +207,7 @@ def _condition(cond: Condition, negate: bool) -> Where | None:
         key, bound = f"t:{field}", micros
     else:
         raise FilterError(
-            f"chroma cannot order strings: {field} {op} {value!r} (only created_at and "
-            "updated_at take a string bound)"
+            f"chroma cannot order strings: {field} {op} {value!r} (only timestamps take a string bound)"
         )
     if not negate:
         return {key: {f"${op}": bound}}
@@ -404,13 +405,14 @@ class ChromaStore(DrivenStore):
         for record in records:
             if (yield from self._get(record.id)) is None:
                 raise VectorStoreError(f"no record {record.id} to update")
+        kept = [r for r in records if r.vector is None]
+        if kept:  # Chroma re-embeds a changed document without embeddings: pass the stored ones
+            found = yield (lambda c: c.get(ids=[r.id for r in kept], include=["embeddings"]))
+            stored = dict(zip(found["ids"], found["embeddings"], strict=True))
+            kept = [r.with_vector(np.asarray(stored[r.id], dtype=np.float32)) for r in kept]
         with_vectors = [r for r in records if r.vector is not None]
-        for rows in self._chunks(with_vectors):
+        for rows in self._chunks([*with_vectors, *kept]):
             yield (lambda c, rows=rows: c.update(**rows))  # type: ignore[misc]
-        for record in records:
-            if record.vector is None:
-                yield (lambda c, r=record: c.update(  # type: ignore[misc]
-                    ids=[r.id], metadatas=[encode_metadata(r)], documents=[r.memory]))
 
     def _delete(self, ids: Sequence[str]) -> Op[None]:
         for start in range(0, len(ids), _BATCH):

@@ -4,6 +4,8 @@ Each collection is one table::
 
     id text COLLATE "C"   embedding vector(dim)   memory, hash, user_id, agent_id, run_id text
     created_at, updated_at timestamptz   metadata jsonb   folded jsonb   fts tsvector (generated)
+    valid_from, valid_to, expires_at timestamptz   supersedes text   (added by ALTER TABLE
+    to tables written before memkit kept versions)
 
 ``folded`` holds every string (and every string in a list) of the record,
 built-ins and metadata alike, lower-cased by Python's :meth:`str.lower`, so that
@@ -64,15 +66,18 @@ from psycopg.types.json import Jsonb  # noqa: E402
 from psycopg_pool import AsyncConnectionPool, ConnectionPool  # noqa: E402
 
 META_TABLE = "memkit_collections"
-_TEXT_COLUMNS = frozenset({"memory", "hash", "user_id", "agent_id", "run_id"})
+_TEXT_COLUMNS = frozenset({"memory", "hash", "user_id", "agent_id", "run_id", "supersedes"})
+_PERIOD_COLUMNS = ("valid_from", "valid_to", "expires_at")
 _SCOPE_COLUMNS = ("user_id", "agent_id", "run_id")
 _MAX_HNSW_DIMENSIONS = 2000
 _MAX_EF_SEARCH = 1000
 _TS_CONFIG = "simple"  # no stemming and no stop words: memories come in every language
 _ISO_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'  # to_char() of memkit._time.to_iso
 _COLUMNS = sql.SQL(
-    "id, memory, hash, user_id, agent_id, run_id, created_at, updated_at, metadata"
+    "id, memory, hash, user_id, agent_id, run_id, created_at, updated_at, metadata,"
+    " valid_from, valid_to, expires_at, supersedes"
 )
+_RANK = 13  # the column after _COLUMNS in a ranked row
 
 
 # -- filter translation --------------------------------------------------------
@@ -201,6 +206,12 @@ def _text_column(p: _Params, cond: Condition) -> sql.Composable:
 
 
 def _time_column(p: _Params, cond: Condition) -> sql.Composable:
+    """A timestamp column; NULL (a missing field) makes every test false, never NULL."""
+    test = _time_test(p, cond)
+    return sql.SQL("COALESCE({test}, FALSE)").format(test=test)
+
+
+def _time_test(p: _Params, cond: Condition) -> sql.Composable:
     column = sql.Identifier(cond.field)
     text = sql.SQL("to_char({c} AT TIME ZONE 'UTC', {f})").format(
         c=column, f=sql.Literal(_ISO_FORMAT)
@@ -279,6 +290,8 @@ def folded(record: Record) -> dict[str, Any]:
         memory=record.memory, hash=record.hash, user_id=record.user_id,
         agent_id=record.agent_id, run_id=record.run_id,
         created_at=to_iso(record.created_at), updated_at=to_iso(record.updated_at),
+        supersedes=record.supersedes,
+        **{k: to_iso(getattr(record, k)) for k in _PERIOD_COLUMNS if getattr(record, k)},
     )
     out = {k: _lowered(v) for k, v in view.items()}
     return {k: v for k, v in out.items() if v is not None}
@@ -290,15 +303,19 @@ def _row_params(record: Record) -> dict[str, Any]:
         "hash": record.hash, "user_id": record.user_id, "agent_id": record.agent_id,
         "run_id": record.run_id, "created_at": to_datetime(record.created_at),
         "updated_at": to_datetime(record.updated_at), "metadata": Jsonb(record.metadata),
-        "folded": Jsonb(folded(record)),
+        "folded": Jsonb(folded(record)), "supersedes": record.supersedes,
+        **{k: None if getattr(record, k) is None else to_datetime(getattr(record, k))
+           for k in _PERIOD_COLUMNS},
     }
 
 
 def _record(row: Sequence[Any]) -> Record:
     id, memory, hash, user_id, agent_id, run_id, created_at, updated_at, metadata = row[:9]
+    valid_from, valid_to, expires_at = (None if t is None else to_iso(t) for t in row[9:12])
     return Record(
         id=id, memory=memory, hash=hash, user_id=user_id, agent_id=agent_id, run_id=run_id,
         created_at=to_iso(created_at), updated_at=to_iso(updated_at), metadata=dict(metadata),
+        valid_from=valid_from, valid_to=valid_to, expires_at=expires_at, supersedes=row[12],
     )
 
 
@@ -429,11 +446,19 @@ class PgVectorStore(PoolOwner, DrivenStore):
             " metadata jsonb NOT NULL DEFAULT '{{}}', folded jsonb NOT NULL DEFAULT '{{}}',"
             " fts tsvector GENERATED ALWAYS AS (to_tsvector({cfg}, memory)) STORED)"
         ).format(t=t, dim=sql.Literal(dimension), cfg=sql.Literal(_TS_CONFIG)))
+        # tables written before memkit kept versions lack the temporal columns
+        yield Statement(sql.SQL(
+            "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS valid_from timestamptz,"
+            " ADD COLUMN IF NOT EXISTS valid_to timestamptz,"
+            " ADD COLUMN IF NOT EXISTS expires_at timestamptz,"
+            " ADD COLUMN IF NOT EXISTS supersedes text"
+        ).format(t=t))
         if dimension <= _MAX_HNSW_DIMENSIONS:  # pgvector's HNSW limit for vector
             yield Statement(sql.SQL(
                 "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
             ).format(i=sql.Identifier(f"{name}_hnsw"), t=t))
-        for column in (*_SCOPE_COLUMNS, "hash", "created_at", "updated_at"):
+        for column in (*_SCOPE_COLUMNS, "hash", "created_at", "updated_at", *_PERIOD_COLUMNS,
+                       "supersedes"):
             yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} ({c})").format(
                 i=sql.Identifier(f"{name}_{column}"), t=t, c=sql.Identifier(column)))
         yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (fts)").format(
@@ -469,9 +494,11 @@ class PgVectorStore(PoolOwner, DrivenStore):
             yield Statement(
                 sql.SQL(
                     "INSERT INTO {t} (id, embedding, memory, hash, user_id, agent_id, run_id,"
-                    " created_at, updated_at, metadata, folded) VALUES (%(id)s, %(embedding)s,"
+                    " created_at, updated_at, metadata, folded, valid_from, valid_to, expires_at,"
+                    " supersedes) VALUES (%(id)s, %(embedding)s,"
                     " %(memory)s, %(hash)s, %(user_id)s, %(agent_id)s, %(run_id)s,"
-                    " %(created_at)s, %(updated_at)s, %(metadata)s, %(folded)s)"
+                    " %(created_at)s, %(updated_at)s, %(metadata)s, %(folded)s, %(valid_from)s,"
+                    " %(valid_to)s, %(expires_at)s, %(supersedes)s)"
                 ).format(t=self._table),
                 [_row_params(r) for r in records], many=True,
             )
@@ -484,7 +511,9 @@ class PgVectorStore(PoolOwner, DrivenStore):
                     "UPDATE {t} SET embedding = COALESCE(%(embedding)s::vector, embedding),"
                     " memory = %(memory)s, hash = %(hash)s, user_id = %(user_id)s,"
                     " agent_id = %(agent_id)s, run_id = %(run_id)s, created_at = %(created_at)s,"
-                    " updated_at = %(updated_at)s, metadata = %(metadata)s, folded = %(folded)s"
+                    " updated_at = %(updated_at)s, metadata = %(metadata)s, folded = %(folded)s,"
+                    " valid_from = %(valid_from)s, valid_to = %(valid_to)s,"
+                    " expires_at = %(expires_at)s, supersedes = %(supersedes)s"
                     " WHERE id = %(id)s RETURNING id"
                 ).format(t=self._table),
                 _row_params(record),
@@ -532,8 +561,8 @@ class PgVectorStore(PoolOwner, DrivenStore):
                 "WITH matching AS MATERIALIZED (SELECT {cols}, {d} AS distance FROM {t}"
                 " WHERE {w}) SELECT * FROM matching ORDER BY distance LIMIT %(k)s"
             ).format(cols=_COLUMNS, d=distance, t=self._table, w=where), params)
-        rows.sort(key=lambda row: (row[9], row[0]))
-        return [Hit(_record(row), cosine_to_score(1.0 - float(row[9]))) for row in rows]
+        rows.sort(key=lambda row: (row[_RANK], row[0]))
+        return [Hit(_record(row), cosine_to_score(1.0 - float(row[_RANK]))) for row in rows]
 
     def _keyword_search(self, text: str, limit: int, filter: Filter | None) -> Op[list[Hit]]:
         words = [w for w in text.split() if any(ch.isalnum() for ch in w)]
@@ -552,10 +581,10 @@ class PgVectorStore(PoolOwner, DrivenStore):
             "SELECT {cols}, ts_rank(fts, query) AS rank FROM {t}, (SELECT {q}) AS q(query)"
             " WHERE fts @@ query AND {w} ORDER BY rank DESC, id LIMIT %(k)s"
         ).format(cols=_COLUMNS, t=self._table, q=query, w=where), params)
-        best = max((float(row[9]) for row in rows), default=0.0)
+        best = max((float(row[_RANK]) for row in rows), default=0.0)
         # Relative to the best hit, as the sqlite store scales bm25: the best scores 1.
         return [
-            Hit(_record(row), min(1.0, max(0.0, float(row[9]) / best)) if best > 0 else 1.0)
+            Hit(_record(row), min(1.0, max(0.0, float(row[_RANK]) / best)) if best > 0 else 1.0)
             for row in rows
         ]
 

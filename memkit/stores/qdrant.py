@@ -6,7 +6,7 @@ says (:mod:`memkit._filters.evaluate`)::
 
     n.f  number      b.f  boolean     s.f  string     l.f  lower-cased string
     ln.f numbers of a list   lb.f booleans of a list   ls.f strings of a list
-    ll.f lower-cased strings of a list   t.f  created_at/updated_at in epoch µs
+    ll.f lower-cased strings of a list   t.f  timestamps in epoch µs
 
 Qdrant matches a condition on an array if any element matches, and compares
 ``1`` with ``1.0`` but not with ``true``; keeping scalars and list elements,
@@ -197,7 +197,7 @@ def _condition(cond: Condition) -> Any:
     if field in TIME_FIELDS and (micros := _epoch_us(value)) is not None:
         return _field(_key("t", field), range=models.Range(**{op: micros}))
     raise FilterError(
-        f"qdrant cannot order strings: {field} {op} {value!r} (only created_at and updated_at "
+        f"qdrant cannot order strings: {field} {op} {value!r} (only timestamps "
         "take a string bound)"
     )
 

@@ -34,6 +34,7 @@ from memkit._errors import ConfigError, FilterError, VectorStoreError
 from memkit._filters import BUILTIN_FIELDS, And, Condition, Filter, Not, Or, check_field_name
 from memkit.history.sqlite import SQLiteConnection, SQLiteHistory, check_identifier
 from memkit.stores.base import (
+    TEMPORAL_FIELDS,
     Hit,
     Order,
     Record,
@@ -49,7 +50,7 @@ LOWER_FUNCTION = "memkit_lower"
 _META = "memkit_collections"
 _RECORD_COLUMNS = (
     "id", "memory", "hash", "created_at", "updated_at", "user_id", "agent_id", "run_id",
-    "metadata",
+    "metadata", *TEMPORAL_FIELDS,
 )
 _SELECT = ", ".join(_RECORD_COLUMNS)
 # The change log is trimmed to its newest _LOG_KEEP entries once it exceeds _LOG_MAX.
@@ -383,7 +384,8 @@ class SQLiteStore(VectorStore):
             f"CREATE TABLE IF NOT EXISTS {r} (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
             " id TEXT NOT NULL UNIQUE, memory TEXT NOT NULL, hash TEXT NOT NULL,"
             " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, user_id TEXT, agent_id TEXT,"
-            " run_id TEXT, metadata TEXT NOT NULL DEFAULT '{}')",
+            " run_id TEXT, metadata TEXT NOT NULL DEFAULT '{}', valid_from TEXT, valid_to TEXT,"
+            " expires_at TEXT, supersedes TEXT)",
             *(
                 f'CREATE INDEX IF NOT EXISTS "{c}_records_{s}" ON {r} ({s})'
                 for s in ("user_id", "agent_id", "run_id")
@@ -409,6 +411,12 @@ class SQLiteStore(VectorStore):
         ]
         for statement in statements:
             conn.execute(statement)
+        # files written before memkit kept versions lack the temporal columns
+        present = {row[1] for row in conn.execute(f"PRAGMA table_info({r})")}
+        for column in TEMPORAL_FIELDS:
+            if column not in present:
+                conn.execute(f"ALTER TABLE {r} ADD COLUMN {column} TEXT")
+        conn.execute(f'CREATE INDEX IF NOT EXISTS "{c}_records_supersedes" ON {r} (supersedes)')
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -718,12 +726,14 @@ def _record_row(record: Record) -> tuple[Any, ...]:
     return (
         record.id, record.memory, record.hash, record.created_at, record.updated_at,
         record.user_id, record.agent_id, record.run_id, metadata,
+        *(getattr(record, k) for k in TEMPORAL_FIELDS),
     )
 
 
 def _record(row: Sequence[Any]) -> Record:
-    id, memory, hash, created_at, updated_at, user_id, agent_id, run_id, metadata = row
+    id, memory, hash, created_at, updated_at, user_id, agent_id, run_id, metadata = row[:9]
     return Record(
         id=id, memory=memory, hash=hash, created_at=created_at, updated_at=updated_at,
         user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=json.loads(metadata),
+        **dict(zip(TEMPORAL_FIELDS, row[9:], strict=True)),
     )

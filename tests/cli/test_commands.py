@@ -66,6 +66,36 @@ def test_memory_commands(tmp_path: Path) -> None:
     assert no_scope.returncode == 1 and "user_id" in no_scope.stderr
 
 
+def test_time_commands(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    dry = memkit_json(db, "add", "Lives in Lisbon", "-u", "u", "--no-infer", "--dry-run")
+    assert dry["results"][0]["event"] == "ADD"
+    assert memkit_json(db, "list", "-u", "u")["results"] == []
+    first = memkit_json(db, "add", "Lives in Lisbon", "-u", "u", "--no-infer")["results"][0]["id"]
+    memkit(db, "update", first, "Lives in Berlin")
+    chain = memkit_json(db, "versions", first)
+    assert [v["memory"] for v in chain] == ["Lives in Lisbon", "Lives in Berlin"]
+    then = memkit_json(db, "list", "-u", "u", "--as-of", chain[0]["valid_from"])
+    assert [m["memory"] for m in then["results"]] == ["Lives in Lisbon"]
+    found = memkit_json(db, "search", "lives", "-u", "u", "--as-of", chain[0]["valid_from"])
+    assert [m["memory"] for m in found["results"]] == ["Lives in Lisbon"]
+
+    update = memkit_json(db, "history", first)[1]["id"]
+    assert memkit_json(db, "revert", update)["reverts"] == update
+    again = memkit(db, "revert", update, check=False)
+    assert again.returncode == 1 and "ConflictError" in again.stderr
+    newer = memkit_json(db, "supersede", first, "Lives in Rome")
+    assert newer["supersedes"] == first
+    assert memkit(db, "supersede", first, "Lives in Oslo", check=False).returncode == 1
+
+    memkit(db, "add", "Gone soon", "-u", "u", "--no-infer", "--expires-at", "2000-01-01")
+    assert [m["memory"] for m in memkit_json(db, "list", "-u", "u")["results"]] == [
+        "Lives in Rome"]
+    memkit(db, "delete", newer["id"], "--hard")  # the whole chain, first's versions too
+    assert memkit(db, "versions", first, check=False).returncode == 1
+    assert memkit_json(db, "delete", "--all", "--hard", "-u", "u")["deleted"] == 1  # expired
+
+
 def test_export_import_round_trip(tmp_path: Path) -> None:
     src, dst = tmp_path / "src.db", tmp_path / "dst.db"
     first = memkit_json(src, "add", "I live in Paris", "-u", "alice", "-a", "travel",
@@ -75,8 +105,8 @@ def test_export_import_round_trip(tmp_path: Path) -> None:
     dump = tmp_path / "dump.jsonl"
     memkit(src, "export", str(dump))
 
-    imported = memkit_json(dst, "import", str(dump))
-    assert imported == {"imported": 2, "skipped": 0, "errors": []}
+    imported = memkit_json(dst, "import", str(dump))  # the two memories and Paris's past version
+    assert imported == {"imported": 3, "skipped": 0, "errors": []}
     again = memkit(dst, "export").stdout
     assert again == dump.read_text(encoding="utf-8")
     rows = {r["id"]: r for r in map(json.loads, again.splitlines())}
@@ -86,8 +116,10 @@ def test_export_import_round_trip(tmp_path: Path) -> None:
     assert [h["event"] for h in rows[first]["history"]] == ["ADD", "UPDATE"]
     assert memkit_json(dst, "history", first)[1]["old_value"] == "I live in Paris"
     assert memkit_json(dst, "search", "Lyon", "-u", "alice")["results"][0]["id"] == first
+    assert [v["memory"] for v in memkit_json(dst, "versions", first)] == [
+        "I live in Paris", "I live in Lyon"]
     # importing twice changes nothing
-    assert memkit_json(dst, "import", str(dump))["skipped"] == 2
+    assert memkit_json(dst, "import", str(dump))["skipped"] == 3
 
 
 def test_import_reads_a_mem0_export(tmp_path: Path) -> None:

@@ -26,7 +26,8 @@ CONFIG = {
                                                "mock_response": MOCK_REPLY}},
 }
 TOOLS = {"add_memory", "search_memories", "get_memory", "list_memories", "update_memory",
-         "delete_memory", "delete_all_memories", "memory_history"}
+         "delete_memory", "delete_all_memories", "memory_history", "memory_versions",
+         "memory_supersede", "memory_revert"}
 
 
 def _params() -> StdioServerParameters:
@@ -80,6 +81,27 @@ async def test_every_tool_over_stdio() -> None:
         assert updated["memory"] == "User likes black tea"
         history = await _call(session, "memory_history", memory_id=tea)
         assert [h["event"] for h in history["results"]] == ["ADD", "UPDATE"]
+        versions = await _call(session, "memory_versions", memory_id=tea)
+        assert [v["memory"] for v in versions["results"]] == [
+            "User likes green tea", "User likes black tea"]
+        then = await _call(session, "search_memories", query="tea",
+                           as_of=versions["results"][0]["valid_from"])
+        assert [m["memory"] for m in then["results"]] == ["User likes green tea"]
+        assert "as_of" in tools["search_memories"].input_schema["properties"]
+        undo = await _call(session, "memory_revert", event_id=history["results"][1]["id"])
+        assert undo["reverts"] == history["results"][1]["id"]
+        again = await session.call_tool("memory_revert",
+                                        {"event_id": history["results"][1]["id"]})
+        assert again.is_error  # reverting twice is an error
+        newer = await _call(session, "memory_supersede", memory_id=tea, text="User likes oolong")
+        assert newer["supersedes"] == tea and newer["id"] != tea
+        twice = await session.call_tool("memory_supersede", {"memory_id": tea, "text": "x"})
+        assert twice.is_error
+        dry = await _call(session, "add_memory", content="I like jazz", infer=False,
+                          dry_run=True)
+        assert dry["results"][0]["event"] == "ADD"
+        assert "jazz" not in str(await _call(session, "list_memories"))
+        tea = newer["id"]
 
         assert await _call(session, "delete_memory", memory_id=tea) == {"deleted": tea}
         deleted = await _call(session, "delete_all_memories")

@@ -40,6 +40,9 @@ class RecordingHistory(HistoryStore):
     def get(self, memory_id: str) -> list[HistoryRecord]:
         return [r for r in self.rows if r.memory_id == memory_id]
 
+    def event(self, event_id: str) -> HistoryRecord | None:
+        return next((r for r in self.rows if r.id == event_id), None)
+
     def reset(self) -> None:
         self.rows.clear()
 

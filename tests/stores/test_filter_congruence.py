@@ -49,13 +49,16 @@ TEXTS = ["User likes tea", "user LIKES Tea!", "Café au lait", "naïve façade",
          "", "a_b%c", "NEAR(x y) OR *"]
 SCOPES = {"user_id": ["alice", "bob", "Alice", None], "agent_id": ["x", "y", None],
           "run_id": ["r1", "r2", None]}
-FIELDS = [*POOLS, "memory", "hash", "user_id", "agent_id", "run_id", "created_at", "updated_at",
+PERIODS = ("valid_from", "valid_to", "expires_at")
+TIME_FIELDS = ("created_at", "updated_at", *PERIODS)
+FIELDS = [*POOLS, "memory", "hash", "user_id", "agent_id", "run_id", *TIME_FIELDS, "supersedes",
           "absent"]
 EXTRA_VALUES: list[Any] = [0, 1, -1, 2.5, "a", "", "APPLE", True, False, "zzz", "Café", "1", 10]
 
 
 def make_corpus() -> list[Record]:
     rng = random.Random(SEED)
+    periods = random.Random(SEED + 1)  # its own stream: the other fields stay as they were
     records = []
     for i in range(70):
         metadata = {k: rng.choice(pool) for k, pool in POOLS.items() if rng.random() < 0.6}
@@ -65,6 +68,8 @@ def make_corpus() -> list[Record]:
             created_at=created, updated_at=max(created, rng.choice(TIMES)),
             metadata=metadata, vector=vec(f"r{i:03}"),
             **{k: rng.choice(v) for k, v in SCOPES.items()},
+            **{k: periods.choice([*TIMES, None, None]) for k in PERIODS},
+            supersedes=periods.choice([None, None, f"r{periods.randrange(70):03}"]),
         ))
     return records
 
@@ -78,8 +83,10 @@ def _values(field: str) -> list[Any]:
         for v in POOLS[field]:
             found.extend(v if isinstance(v, list) else [v])
         return [v for v in found if isinstance(v, str | int | float)] + EXTRA_VALUES
-    if field in ("created_at", "updated_at"):
+    if field in TIME_FIELDS:
         return TIMES
+    if field == "supersedes":
+        return ["r000", "r001", "r010", "r042", "r0", "R001"]
     if field == "memory":
         return [*TEXTS, "tea", "TEA", "é", "ß", "日本", "%", "_", "'"]
     if field == "hash":
@@ -93,7 +100,7 @@ def _condition(rng: random.Random) -> dict[str, Any]:
     field = rng.choice(FIELDS)
     op = rng.choice(OPERATORS)
     pool = _values(field)
-    if field in ("created_at", "updated_at") and op in ("contains", "icontains"):
+    if field in TIME_FIELDS and op in ("contains", "icontains"):
         pool = ["2024-0", "T0", "+00:00", "2024-09-09", "t0"]
     value: Any
     if op in ("in", "nin"):
