@@ -52,7 +52,8 @@ def test_fixed_scope_is_hidden_and_enforced() -> None:
         with pytest.raises(MemkitError, match="no memory with id"):
             tools.call(name, {"memory_id": bob, **args})
     assert memory.get(bob) is not None and memory.get(bob).memory == "Bob's secret"  # type: ignore[union-attr]
-    assert tools.call("delete_all_memories", {}) == {"deleted": 1}
+    deleted = tools.call("delete_all_memories", {})
+    assert deleted["deleted"] == 1 and len(deleted["ids"]) == 1
     assert memory.get(bob) is not None
 
 

@@ -243,6 +243,10 @@ def scope_and_filters(
     (``{"user_id": {"in": [...]}}``) stays in the filter.
     """
     given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+    if filters is not None and not isinstance(filters, Mapping):
+        # not a filter object: parse_filter reports it as a FilterError
+        scope = Scope.of(user_id, agent_id, run_id, required=required)
+        return scope, filters
     rest = None if filters is None else dict(filters)
     if rest is not None:
         for name in SCOPE_FIELDS:

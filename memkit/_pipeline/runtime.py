@@ -74,6 +74,7 @@ class Runtime:
         self.history = history
         self._opened = False
         self._open_lock = threading.Lock()
+        self._aopen_lock: asyncio.Lock | None = None
 
     def _job(self, effect: Effect | WriteEffect) -> Job[Any]:
         match effect:
@@ -136,9 +137,16 @@ class Runtime:
             return await task.acall()
 
     async def _aopen(self) -> None:
-        if not self._opened:
-            await self.store.aopen(self.embedder.dimension, self.embedder.model_name)
-            self._opened = True
+        if self._opened:
+            return
+        # Concurrent first calls open the store once (creating a collection twice fails
+        # on several engines); the lock belongs to the loop that makes the first call.
+        if self._aopen_lock is None:
+            self._aopen_lock = asyncio.Lock()
+        async with self._aopen_lock:
+            if not self._opened:
+                await self.store.aopen(self.embedder.dimension, self.embedder.model_name)
+                self._opened = True
 
     async def aclose(self) -> None:
         await self.store.aclose()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import builtins
 import json
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -94,6 +95,7 @@ class LanceDBStore(VectorStore):
 
     def __init__(self, path: str = "./memkit-lancedb", collection_name: str = "memkit") -> None:
         super().__init__()
+        self._opening = threading.Lock()
         lancedb = require("lancedb", "lancedb")
         self.path = path
         self.collection_name = collection_name
@@ -103,6 +105,10 @@ class LanceDBStore(VectorStore):
 
     # -- lifecycle -------------------------------------------------------
     def open(self, dimension: int, model: str) -> None:
+        with self._opening:  # two shells on one store object create the table once
+            self._open_table(dimension, model)
+
+    def _open_table(self, dimension: int, model: str) -> None:
         name = self.collection_name
         try:
             if name in self._db.table_names():

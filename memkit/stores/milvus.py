@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
+import threading
 from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -101,6 +102,7 @@ class MilvusStore(DrivenStore):
     def __init__(self, uri: str = "./memkit-milvus.db", token: str | None = None,
                  collection_name: str = "memkit") -> None:
         super().__init__()
+        self._opening = threading.Lock()
         self.uri, self.token, self.collection_name = uri, token, collection_name
         self._pymilvus: Any = require("pymilvus", "milvus")
         try:
@@ -253,7 +255,8 @@ class MilvusStore(DrivenStore):
 
     # -- sync and async --------------------------------------------------
     def open(self, dimension: int, model: str) -> None:
-        self._run(self._open(dimension, model))
+        with self._opening:  # two shells on one store object create the collection once
+            self._run(self._open(dimension, model))
 
     async def aopen(self, dimension: int, model: str) -> None:
         # pymilvus' async client cannot create indexes on Milvus Lite; opening is rare.

@@ -12,20 +12,22 @@ def test_export_then_import_keeps_ids_timestamps_and_history(make_memory: MakeMe
     source.update(tea, "I like black tea")
     source.add("I live in Porto", user_id="bob", infer=False)
 
-    everything = source.export()
-    assert sorted(m.user_id or "" for m in everything) == ["alice", "bob"]
-    alice = source.export(user_id="alice")
-    assert [m.id for m in alice] == [tea]
-    assert [h.event for h in alice[0].history] == ["ADD", "UPDATE"]
+    everything = source.export()  # past versions too: the green-tea text lives on as one
+    assert sorted(m.memory for m in everything) == [
+        "I like black tea", "I like green tea", "I live in Porto"]
+    alice = {m.id: m for m in source.export(user_id="alice")}
+    assert tea in alice and len(alice) == 2
+    assert [h.event for h in alice[tea].history] == ["ADD", "UPDATE"]
 
     target = make_memory()
     result = target.import_(everything)
-    assert (result.imported, result.skipped, result.errors) == (2, 0, [])
+    assert (result.imported, result.skipped, result.errors) == (3, 0, [])
     copy = target.get(tea)
     original = source.get(tea)
     assert copy is not None and original is not None
     assert copy.model_dump() == original.model_dump()
-    assert target.history(tea) == alice[0].history
+    assert target.history(tea) == alice[tea].history
+    assert [v.memory for v in target.versions(tea)] == ["I like green tea", "I like black tea"]
     hits = target.search("black tea", user_id="alice", limit=1).results
     assert [h.id for h in hits] == [tea]
 
