@@ -125,24 +125,27 @@ SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
 
 
 def scope_and_filters(
-    user_id: str | None, agent_id: str | None, run_id: str | None, filters: Mapping[str, Any] | None
-) -> tuple[Scope, dict[str, Any] | None]:
+    user_id: str | None, agent_id: str | None, run_id: str | None, filters: object
+) -> tuple[Scope, object]:
     """The scope, with scope fields given as plain values inside ``filters`` (mem0 2.x:
     ``filters={"user_id": "alice"}``) lifted out of the filter; the rest of the filter.
 
     A field given both ways must agree. A scope field with an operator
-    (``{"user_id": {"in": [...]}}``) stays in the filter.
+    (``{"user_id": {"in": [...]}}``) stays in the filter; anything but a dict (a
+    filter model, or something ``parse_filter`` will reject) passes through as it is.
     """
     given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
-    rest = None if filters is None else dict(filters)
-    if rest is not None:
+    if not isinstance(filters, Mapping):
+        return Scope.of(user_id, agent_id, run_id), filters
+    rest = dict(filters)
+    if rest:
         for name in SCOPE_FIELDS:
             value = rest.get(name)
             if isinstance(value, str):
                 if given[name] is not None and given[name] != value:
                     raise ScopeError(f"{name} is {given[name]!r} but filters say {value!r}")
                 given[name] = rest.pop(name)
-    scoped_by_filter = rest is not None and any(name in rest for name in SCOPE_FIELDS)
+    scoped_by_filter = any(name in rest for name in SCOPE_FIELDS)
     scope = Scope.of(given["user_id"], given["agent_id"], given["run_id"], required=not scoped_by_filter)
     return scope, rest or None
 
