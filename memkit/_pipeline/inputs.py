@@ -240,7 +240,8 @@ def scope_and_filters(
     ``filters={"user_id": "alice"}``) lifted out of the filter; the rest of the filter.
 
     A field given both ways must agree. A scope field with an operator
-    (``{"user_id": {"in": [...]}}``) stays in the filter.
+    (``{"user_id": {"in": [...]}}``) stays in the filter; anything but a dict (a
+    filter model, or something ``parse_filter`` will reject) passes through as it is.
     """
     given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
     if filters is not None and not isinstance(filters, Mapping):
