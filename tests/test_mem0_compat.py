@@ -180,10 +180,11 @@ def test_limit_top_k_and_threshold() -> None:
         m.search("tea", user_id="u", limit=2, top_k=3)
 
 
-def test_scope_in_filters_must_agree_with_arguments() -> None:
+def test_scope_in_filters_that_differs_from_the_arguments_matches_nothing() -> None:
     m = Memory(ScriptedLLM())
-    with pytest.raises(ValueError, match="filters say 'bob'"):
-        m.search("x", user_id="alice", filters={"user_id": "bob"})
+    m.add("alice's note", user_id="alice", infer=False)
+    m.add("bob's note", user_id="bob", infer=False)
+    assert m.search("note", user_id="alice", filters={"user_id": "bob"}).results == []
     with pytest.raises(ValueError, match="user_id, agent_id, or run_id"):
         m.search("x", filters={"topic": "food"})
 

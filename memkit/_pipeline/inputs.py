@@ -239,7 +239,7 @@ def scope_and_filters(
     """The scope, with scope fields given as plain values inside ``filters`` (mem0 2.x:
     ``filters={"user_id": "alice"}``) lifted out of the filter; the rest of the filter.
 
-    A field given both ways must agree. A scope field with an operator
+    A field given both ways with different values matches nothing. A scope field with an operator
     (``{"user_id": {"in": [...]}}``) stays in the filter; anything but a dict (a
     filter model, or something ``parse_filter`` will reject) passes through as it is.
     """
@@ -252,9 +252,9 @@ def scope_and_filters(
     if rest is not None:
         for name in SCOPE_FIELDS:
             value = rest.get(name)
-            if isinstance(value, str):
-                if given[name] is not None and given[name] != value:
-                    raise ScopeError(f"{name} is {given[name]!r} but filters say {value!r}")
+            # a value that differs from the given scope stays a condition: the two never
+            # both hold, so nothing matches (and no other scope is reached)
+            if isinstance(value, str) and given[name] in (None, value):
                 given[name] = rest.pop(name)
     scoped_by_filter = rest is not None and any(name in rest for name in SCOPE_FIELDS)
     scope = Scope.of(given["user_id"], given["agent_id"], given["run_id"],
