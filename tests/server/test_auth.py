@@ -68,8 +68,7 @@ def test_filters_cannot_reach_another_scope(client: Client) -> None:
     assert searched.status_code == 200
     assert all(m["user_id"] == "alice" for m in searched.json()["results"])
     listed = alice.get("/v1/memories/", params={"filters": json.dumps({"user_id": "bob"})})
-    assert listed.status_code == 400  # a scope in filters must agree with the key's scope
-    assert listed.json()["error"]["type"] == "scope_error"
+    assert listed.status_code == 200 and listed.json()["results"] == []  # matches nothing
     nested = alice.get("/v1/memories/", params={"filters": json.dumps({"NOT": {"user_id": "x"}})})
     assert all(m["user_id"] == "alice" for m in nested.json()["results"])
     deleted = alice.delete("/v1/memories/", params={"filters": json.dumps({"kind": "secret"})})
