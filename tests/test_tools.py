@@ -10,7 +10,8 @@ from memkit.testing import HashEmbedder, ScriptedLLM
 from memkit.tools import TOOLS, MemoryTools, anthropic_tools, openai_tools
 
 NAMES = ["add_memory", "search_memories", "get_memory", "list_memories", "update_memory",
-         "delete_memory", "delete_all_memories", "memory_history"]
+         "delete_memory", "delete_all_memories", "memory_history", "memory_versions",
+         "memory_supersede", "memory_revert"]
 
 
 def _memory() -> Memory:

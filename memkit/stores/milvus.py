@@ -105,8 +105,14 @@ class MilvusStore(DrivenStore):
         self._opening = threading.Lock()
         self.uri, self.token, self.collection_name = uri, token, collection_name
         self._pymilvus: Any = require("pymilvus", "milvus")
+        options: dict[str, Any] = {}
+        if uri.endswith(".db"):
+            # Milvus Lite's gRPC server allows no keepalive pings on an idle connection and
+            # answers pymilvus' (every 10 s) with GOAWAY "Too many pings"; it is local anyway.
+            options["grpc_options"] = {"grpc.keepalive_time_ms": 2**31 - 1,
+                                       "grpc.keepalive_permit_without_calls": False}
         try:
-            self._client = self._pymilvus.MilvusClient(uri=uri, token=token or "")
+            self._client = self._pymilvus.MilvusClient(uri=uri, token=token or "", **options)
         except Exception as exc:
             raise VectorStoreError(f"milvus: {exc}") from exc
         self._aclient: Any = None  # made on first async use, on the running loop

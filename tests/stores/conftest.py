@@ -137,7 +137,8 @@ def _drop_milvus_collections(stores: list[VectorStore]) -> None:
     if milvus:
         from pymilvus import MilvusClient
 
-        client = MilvusClient(uri=milvus[0].uri)
+        client = MilvusClient(uri=milvus[0].uri, grpc_options={  # as MilvusStore: no pings
+            "grpc.keepalive_time_ms": 2**31 - 1, "grpc.keepalive_permit_without_calls": False})
         for name in {s.collection_name for s in milvus}:
             client.drop_collection(name)
         client.close()
