@@ -68,7 +68,6 @@ class MemoryConfig(_Section):
     history: HistoryConfig = Field(default_factory=HistoryConfig)
     custom_prompts: CustomPrompts = Field(default_factory=CustomPrompts)
     search: SearchConfig = Field(default_factory=SearchConfig)
-    graph_store: dict[str, Any] | None = None  # reserved
     candidates_per_fact: int = Field(default=5, ge=1, le=50)
     on_error: Literal["raise", "degrade"] = "raise"
     """What ``add`` does when the LLM or the embedder fails: raise (the default), or

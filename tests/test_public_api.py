@@ -96,3 +96,11 @@ def test_import_is_light_and_offline() -> None:
     elapsed, _, heavy = out.stdout.strip().partition(" ")
     assert heavy == "", f"import memkit pulled in {heavy}"
     print(f"import memkit + Memory: {elapsed} s")
+
+
+def test_graph_store_is_refused_not_ignored() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="graph_store"):
+        memkit.MemoryConfig.model_validate({"graph_store": {"provider": "neo4j"}})
