@@ -247,3 +247,28 @@ def test_eval_locomo_without_data_outside_a_checkout_says_what_to_pass(
     monkeypatch.setattr(locomo, "__file__", str(installed))  # as in a venv: no pyproject.toml above
     with pytest.raises(ValueError, match="pass --data PATH"):
         locomo.default_data_path()
+
+
+def test_add_shows_a_spinner_while_the_model_reads(tmp_path: Path) -> None:
+    """On a terminal, a curated add shows a spinner on stderr until the model answers; the
+    spinner is erased and never mixed into --json output or shown for a verbatim add."""
+    config = tmp_path / "memkit.json"
+    answer = json.dumps({"facts": ["Likes green tea"]})  # litellm's own offline mock response
+    config.write_text(json.dumps({"llm": {"provider": "litellm", "config": {
+        "model": "gpt-4o-mini", "mock_response": answer}}}))
+    db = tmp_path / "m.db"
+
+    def add(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "memkit.cli", "--config", str(config), "--store", "sqlite",
+               "--path", str(db), "--embedder", "hash", "add", "I like green tea", "-u", "alice", *args]
+        env = {**_env(), "TTY_COMPATIBLE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    curated = add()
+    assert "the model is reading the text" in curated.stderr
+    assert curated.stderr.rstrip().endswith("\x1b[2K")  # erased when the model has answered
+    assert "Likes green tea" in curated.stdout and "ADD" in curated.stdout
+    assert "reading" not in add("--json").stderr
+    assert "reading" not in add("--no-infer").stderr
