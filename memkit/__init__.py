@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         SearchResult,
         Usage,
     )
+    from memkit._pipeline.lifecycle import MEMORY_TYPES
 
 __version__ = "0.1.0"
 
@@ -51,10 +52,11 @@ _LAZY = {
     "OperationError": "memkit._models", "SearchResult": "memkit._models", "Usage": "memkit._models",
     "And": "memkit._filters", "Condition": "memkit._filters", "Filter": "memkit._filters",
     "Not": "memkit._filters", "Or": "memkit._filters", "parse_filter": "memkit._filters",
+    "MEMORY_TYPES": "memkit._pipeline.lifecycle",
 }
 
 __all__ = [
-    "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "ConflictError",
+    "MEMORY_TYPES", "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "ConflictError",
     "DeleteResult", "EmbeddingError", "ExportedMemory", "Filter", "FilterError", "HistoryList",
     "HistoryRecord", "ImportResult", "LLMError", "MemkitError", "Memory", "MemoryConfig",
     "MemoryEvent", "MemoryItem", "Not", "NotFoundError", "OperationError", "Or", "ScopeError",

@@ -45,10 +45,16 @@ class _StoredMemory(_Model):
     valid_to: datetime | None = None
     expires_at: datetime | None = None
     supersedes: str | None = None
+    memory_type: str | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    access_count: int = 0
+    last_accessed_at: datetime | None = None
 
 
 class MemoryItem(_StoredMemory):
-    """One stored memory (``score`` is set by search)."""
+    """One stored memory (``score`` is set by search). ``confidence`` is as of reading:
+    decayed since its last access when decay is on (see ``docs/lifecycle.md``)."""
 
     score: float | None = None
 

@@ -98,6 +98,19 @@ class ResetHistory:
     """-> None"""
 
 
+@dataclass(frozen=True, slots=True)
+class NoteAccess:
+    """-> bool: whether the buffer of accesses is due to be written (memkit._pipeline.lifecycle)"""
+
+    records: tuple[Record, ...]
+    at: str
+
+
+@dataclass(frozen=True, slots=True)
+class TakeAccesses:
+    """-> the buffered accesses, emptying the buffer"""
+
+
 # -- inside a Transaction ----------------------------------------------------------
 
 
@@ -131,7 +144,7 @@ class AppendHistory:
 
 Effect: TypeAlias = (
     Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction | ReadHistory
-    | ReadEvent | ResetStore | ResetHistory
+    | ReadEvent | ResetStore | ResetHistory | NoteAccess | TakeAccesses
 )
 WriteEffect: TypeAlias = ListRecords | Insert | Update | Delete | AppendHistory
 T = TypeVar("T")

@@ -29,15 +29,18 @@ from memkit._pipeline.effects import (
     Insert,
     KeywordSearch,
     ListRecords,
+    NoteAccess,
     ReadEvent,
     ReadHistory,
     ResetHistory,
     ResetStore,
     Search,
+    TakeAccesses,
     Transaction,
     Update,
     WriteEffect,
 )
+from memkit._pipeline.lifecycle import AccessLog
 from memkit.embeddings.base import Embedder, Matrix, normalise
 from memkit.history.base import HistoryStore
 from memkit.llms.base import LLM
@@ -72,6 +75,8 @@ class Runtime:
         self.embedder = embedder
         self.store = store
         self.history = history
+        #: search hits not yet written as reinforcements
+        self.accesses = AccessLog(flush_every=64)
         self._opened = False
         self._open_lock = threading.Lock()
         self._aopen_lock: asyncio.Lock | None = None
@@ -83,6 +88,10 @@ class Runtime:
                            lambda: self.llm.acomplete(request), store=False)
             case Embed(texts):
                 return Job(lambda: self._embed(texts), lambda: self._aembed(texts), store=False)
+            case NoteAccess(records, at):
+                return _local(lambda: self.accesses.note(list(records), at))
+            case TakeAccesses():
+                return _local(self.accesses.take)
         return store_job(effect, self.store, self.history, self.store)
 
     # -- sync ------------------------------------------------------------
@@ -166,6 +175,15 @@ class Runtime:
         if rows is None:
             return np.zeros((0, dimension), dtype=np.float32)
         return normalise(rows, len(texts), dimension)
+
+
+def _local(call: Callable[[], T]) -> Job[T]:
+    """A job on in-process state: the same call for both drivers."""
+
+    async def acall() -> T:
+        return call()
+
+    return Job(call, acall, store=False)
 
 
 def store_job(effect: Effect | WriteEffect, store: VectorStore, history: HistoryStore,
