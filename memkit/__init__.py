@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from memkit._memory import AsyncMemory, Memory
     from memkit._models import (
         AddResult,
+        ConsolidationCluster,
+        ConsolidationResult,
         DeleteResult,
         ExportedMemory,
         HistoryList,
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
         ImportResult,
         MemoryEvent,
         MemoryItem,
+        MemoryStats,
         OperationError,
         SearchResult,
         Usage,
@@ -47,6 +50,8 @@ _LAZY = {
     "MemoryConfig": "memkit._config",
     "AddResult": "memkit._models", "HistoryList": "memkit._models", "HistoryRecord": "memkit._models",
     "DeleteResult": "memkit._models", "ExportedMemory": "memkit._models",
+    "ConsolidationCluster": "memkit._models", "ConsolidationResult": "memkit._models",
+    "MemoryStats": "memkit._models",
     "ImportResult": "memkit._models",
     "MemoryEvent": "memkit._models", "MemoryItem": "memkit._models",
     "OperationError": "memkit._models", "SearchResult": "memkit._models", "Usage": "memkit._models",
@@ -57,9 +62,10 @@ _LAZY = {
 
 __all__ = [
     "MEMORY_TYPES", "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "ConflictError",
+    "ConsolidationCluster", "ConsolidationResult",
     "DeleteResult", "EmbeddingError", "ExportedMemory", "Filter", "FilterError", "HistoryList",
     "HistoryRecord", "ImportResult", "LLMError", "MemkitError", "Memory", "MemoryConfig",
-    "MemoryEvent", "MemoryItem", "Not", "NotFoundError", "OperationError", "Or", "ScopeError",
+    "MemoryEvent", "MemoryItem", "MemoryStats", "Not", "NotFoundError", "OperationError", "Or", "ScopeError",
     "SearchResult", "Usage", "VectorStoreError", "__version__", "parse_filter",
 ]
 

@@ -70,6 +70,10 @@ class LifecycleConfig(_Section):
     reinforcement: float = Field(default=0.1, ge=0, le=1)
     flush_every: int = Field(default=64, ge=1)
     """Accessed memories buffered before their reinforcement is written in one go."""
+    consolidate_threshold: float = Field(default=0.9, gt=0, le=1)
+    """Cosine similarity from which two memories are near-duplicates (``consolidate``)."""
+    consolidate_every: int | None = Field(default=None, ge=1)
+    """Consolidate a scope after every this many memories added to it (off by default)."""
 
     @field_validator("half_life_days")
     @classmethod

@@ -12,15 +12,18 @@ from memkit._filters import Filter, all_of, parse_filter
 from memkit._imports import load_object
 from memkit._models import (
     AddResult,
+    ConsolidationResult,
     DeleteResult,
     ExportedMemory,
     HistoryList,
     HistoryRecord,
     ImportResult,
     MemoryItem,
+    MemoryStats,
     SearchResult,
 )
 from memkit._pipeline.add import AddRequest, OnError, add_flow
+from memkit._pipeline.consolidate import auto_flow, consolidate_flow
 from memkit._pipeline.crud import (
     SearchMode,
     SearchSettings,
@@ -49,6 +52,7 @@ from memkit._pipeline.inputs import (
 )
 from memkit._pipeline.lifecycle import Lifecycle, flush_flow, lifecycle_fields, prune_flow
 from memkit._pipeline.runtime import Runtime
+from memkit._pipeline.stats import stats_flow
 from memkit._pipeline.transfer import export_flow, import_flow
 from memkit._pipeline.versions import chain_flow, valid_at
 from memkit._time import to_iso, utcnow
@@ -205,7 +209,11 @@ def _add(
         dry_run=bool(dry_run),
         lifecycle=lifecycle_fields(memory_type, importance),
     )
-    return add_flow(request)
+    life = self.config.lifecycle
+    if life.consolidate_every is None or request.dry_run:
+        return add_flow(request)
+    return auto_flow(add_flow(request), request.scope.filter(), life.consolidate_every,
+                     life.consolidate_threshold, self._now(), self._lifecycle)
 
 
 def _search(
@@ -331,6 +339,36 @@ def _prune(
     scope, rest = scope_and_filters(user_id, agent_id, run_id, filters, required=False)
     return prune_flow(all_of(scope.filter(), parse_filter(rest)), below, bool(dry_run),
                       self._now(), self._lifecycle)
+
+
+def _consolidate(
+    self: _Shell,
+    /,
+    threshold: float | None,
+    dry_run: bool,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    filters: dict[str, Any] | None = None,
+) -> Flow[ConsolidationResult]:
+    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters, required=False)
+    chosen = self.config.lifecycle.consolidate_threshold if threshold is None else threshold
+    return consolidate_flow(all_of(scope.filter(), parse_filter(rest)), chosen, bool(dry_run),
+                            self._now(), self._lifecycle)
+
+
+def _stats(
+    self: _Shell,
+    /,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    filters: dict[str, Any] | None = None,
+) -> Flow[MemoryStats]:
+    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters, required=False)
+    return stats_flow(all_of(scope.filter(), parse_filter(rest)), self._now(), self._lifecycle)
 
 
 class Memory(_Shell):
@@ -543,6 +581,39 @@ class Memory(_Shell):
         return self._runtime.run(_prune(self, below, dry_run, user_id=user_id,
                                         agent_id=agent_id, run_id=run_id, filters=filters))
 
+    def consolidate(
+        self,
+        *,
+        threshold: float | None = None,
+        dry_run: bool = True,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> ConsolidationResult:
+        """Merge clusters of near-duplicate memories, scope by scope (every scope of the
+        store when none is given): vectors at least ``threshold`` similar (default: config
+        ``lifecycle.consolidate_threshold``, 0.9) whose words overlap. Each cluster merges
+        into its member of highest confidence, with metadata united; the others end and
+        join its version chain (see :meth:`versions`), nothing is removed. ``dry_run`` (the
+        default) only reports the clusters."""
+        return self._runtime.run(_consolidate(
+            self, threshold, dry_run, user_id=user_id, agent_id=agent_id, run_id=run_id,
+            filters=filters))
+
+    def stats(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> MemoryStats:
+        """Counts by type and state, growth per day, the confidence histogram and the
+        most accessed memories, of the scope (of the whole store when none is given)."""
+        return self._runtime.run(_stats(self, user_id=user_id, agent_id=agent_id,
+                                        run_id=run_id, filters=filters))
+
     def export(
         self,
         *,
@@ -737,6 +808,33 @@ class AsyncMemory(_Shell):
         """See :meth:`Memory.prune`."""
         return await self._runtime.arun(_prune(self, below, dry_run, user_id=user_id,
                                                agent_id=agent_id, run_id=run_id, filters=filters))
+
+    async def consolidate(
+        self,
+        *,
+        threshold: float | None = None,
+        dry_run: bool = True,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> ConsolidationResult:
+        """See :meth:`Memory.consolidate`."""
+        return await self._runtime.arun(_consolidate(
+            self, threshold, dry_run, user_id=user_id, agent_id=agent_id, run_id=run_id,
+            filters=filters))
+
+    async def stats(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> MemoryStats:
+        """See :meth:`Memory.stats`."""
+        return await self._runtime.arun(_stats(self, user_id=user_id, agent_id=agent_id,
+                                               run_id=run_id, filters=filters))
 
     async def export(
         self,

@@ -111,6 +111,16 @@ class TakeAccesses:
     """-> the buffered accesses, emptying the buffer"""
 
 
+@dataclass(frozen=True, slots=True)
+class CountAdds:
+    """-> bool: ``count`` more memories added to the scope ``key``; whether ``every`` were
+    reached since the last time (the count then restarts)"""
+
+    key: str
+    count: int
+    every: int
+
+
 # -- inside a Transaction ----------------------------------------------------------
 
 
@@ -145,6 +155,7 @@ class AppendHistory:
 Effect: TypeAlias = (
     Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction | ReadHistory
     | ReadEvent | ResetStore | ResetHistory | NoteAccess | TakeAccesses
+    | CountAdds
 )
 WriteEffect: TypeAlias = ListRecords | Insert | Update | Delete | AppendHistory
 T = TypeVar("T")

@@ -166,6 +166,20 @@ class AccessLog:
         return pending
 
 
+class AddCounts:
+    """Memories added per scope since its last automatic consolidation."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, key: str, count: int, every: int) -> bool:
+        with self._lock:
+            total = self._counts.get(key, 0) + count
+            self._counts[key] = 0 if total >= every else total
+            return total >= every
+
+
 def note_flow(records: list[Record], at: str, lifecycle: Lifecycle) -> Flow[None]:
     """Note accesses of ``records``; write the buffer when it is full."""
     if not lifecycle.reinforce or not records:

@@ -21,6 +21,7 @@ from memkit._pipeline.apply import Applied, transaction
 from memkit._pipeline.effects import (
     AppendHistory,
     Complete,
+    CountAdds,
     Delete,
     Effect,
     Embed,
@@ -40,7 +41,7 @@ from memkit._pipeline.effects import (
     Update,
     WriteEffect,
 )
-from memkit._pipeline.lifecycle import AccessLog
+from memkit._pipeline.lifecycle import AccessLog, AddCounts
 from memkit.embeddings.base import Embedder, Matrix, normalise
 from memkit.history.base import HistoryStore
 from memkit.llms.base import LLM
@@ -77,6 +78,8 @@ class Runtime:
         self.history = history
         #: search hits not yet written as reinforcements
         self.accesses = AccessLog(flush_every=64)
+        #: memories added per scope, for automatic consolidation
+        self.adds = AddCounts()
         self._opened = False
         self._open_lock = threading.Lock()
         self._aopen_lock: asyncio.Lock | None = None
@@ -92,6 +95,8 @@ class Runtime:
                 return _local(lambda: self.accesses.note(list(records), at))
             case TakeAccesses():
                 return _local(self.accesses.take)
+            case CountAdds(key, count, every):
+                return _local(lambda: self.adds.add(key, count, every))
         return store_job(effect, self.store, self.history, self.store)
 
     # -- sync ------------------------------------------------------------
