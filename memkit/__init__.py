@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from memkit._memory import AsyncMemory, Memory
     from memkit._models import (
         AddResult,
+        ConsolidationCluster,
+        ConsolidationResult,
         DeleteResult,
         ExportedMemory,
         HistoryList,
@@ -34,10 +36,12 @@ if TYPE_CHECKING:
         ImportResult,
         MemoryEvent,
         MemoryItem,
+        MemoryStats,
         OperationError,
         SearchResult,
         Usage,
     )
+    from memkit._pipeline.lifecycle import MEMORY_TYPES
 
 __version__ = "0.1.0"
 
@@ -46,18 +50,22 @@ _LAZY = {
     "MemoryConfig": "memkit._config",
     "AddResult": "memkit._models", "HistoryList": "memkit._models", "HistoryRecord": "memkit._models",
     "DeleteResult": "memkit._models", "ExportedMemory": "memkit._models",
+    "ConsolidationCluster": "memkit._models", "ConsolidationResult": "memkit._models",
+    "MemoryStats": "memkit._models",
     "ImportResult": "memkit._models",
     "MemoryEvent": "memkit._models", "MemoryItem": "memkit._models",
     "OperationError": "memkit._models", "SearchResult": "memkit._models", "Usage": "memkit._models",
     "And": "memkit._filters", "Condition": "memkit._filters", "Filter": "memkit._filters",
     "Not": "memkit._filters", "Or": "memkit._filters", "parse_filter": "memkit._filters",
+    "MEMORY_TYPES": "memkit._pipeline.lifecycle",
 }
 
 __all__ = [
-    "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "ConflictError",
+    "MEMORY_TYPES", "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "ConflictError",
+    "ConsolidationCluster", "ConsolidationResult",
     "DeleteResult", "EmbeddingError", "ExportedMemory", "Filter", "FilterError", "HistoryList",
     "HistoryRecord", "ImportResult", "LLMError", "MemkitError", "Memory", "MemoryConfig",
-    "MemoryEvent", "MemoryItem", "Not", "NotFoundError", "OperationError", "Or", "ScopeError",
+    "MemoryEvent", "MemoryItem", "MemoryStats", "Not", "NotFoundError", "OperationError", "Or", "ScopeError",
     "SearchResult", "Usage", "VectorStoreError", "__version__", "parse_filter",
 ]
 

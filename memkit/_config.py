@@ -56,6 +56,34 @@ class SearchConfig(_Section):
     candidates: int = Field(default=100, ge=1)
 
 
+class LifecycleConfig(_Section):
+    """Confidence decay and reinforcement (``docs/lifecycle.md``)."""
+
+    decay: bool = False
+    """Decay confidence over time; search scores become relevance x confidence."""
+    half_life_days: dict[str, float | None] = Field(default_factory=dict)
+    """Half-lives per memory type, over the built-in ones; ``None``: never decays."""
+    default_half_life_days: float | None = Field(default=30.0, gt=0)
+    """For memories without a type, or of a type not in ``half_life_days``."""
+    reinforce: bool | None = None
+    """Search hits raise confidence and count accesses (default: when decay is on)."""
+    reinforcement: float = Field(default=0.1, ge=0, le=1)
+    flush_every: int = Field(default=64, ge=1)
+    """Accessed memories buffered before their reinforcement is written in one go."""
+    consolidate_threshold: float = Field(default=0.9, gt=0, le=1)
+    """Cosine similarity from which two memories are near-duplicates (``consolidate``)."""
+    consolidate_every: int | None = Field(default=None, ge=1)
+    """Consolidate a scope after every this many memories added to it (off by default)."""
+
+    @field_validator("half_life_days")
+    @classmethod
+    def _positive(cls, value: dict[str, float | None]) -> dict[str, float | None]:
+        for name, days in value.items():
+            if days is not None and not days > 0:
+                raise ValueError(f"half-life of {name!r} must be positive days or None")
+        return value
+
+
 class MemoryConfig(_Section):
     """All of memkit's configuration; every field has an offline default.
 
@@ -68,6 +96,7 @@ class MemoryConfig(_Section):
     history: HistoryConfig = Field(default_factory=HistoryConfig)
     custom_prompts: CustomPrompts = Field(default_factory=CustomPrompts)
     search: SearchConfig = Field(default_factory=SearchConfig)
+    lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)
     candidates_per_fact: int = Field(default=5, ge=1, le=50)
     on_error: Literal["raise", "degrade"] = "raise"
     """What ``add`` does when the LLM or the embedder fails: raise (the default), or

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Self
 
@@ -12,15 +12,18 @@ from memkit._filters import Filter, all_of, parse_filter
 from memkit._imports import load_object
 from memkit._models import (
     AddResult,
+    ConsolidationResult,
     DeleteResult,
     ExportedMemory,
     HistoryList,
     HistoryRecord,
     ImportResult,
     MemoryItem,
+    MemoryStats,
     SearchResult,
 )
 from memkit._pipeline.add import AddRequest, OnError, add_flow
+from memkit._pipeline.consolidate import auto_flow, consolidate_flow
 from memkit._pipeline.crud import (
     SearchMode,
     SearchSettings,
@@ -47,7 +50,9 @@ from memkit._pipeline.inputs import (
     text_of,
     timestamp_of,
 )
+from memkit._pipeline.lifecycle import Lifecycle, flush_flow, lifecycle_fields, prune_flow
 from memkit._pipeline.runtime import Runtime
+from memkit._pipeline.stats import stats_flow
 from memkit._pipeline.transfer import export_flow, import_flow
 from memkit._pipeline.versions import chain_flow, valid_at
 from memkit._time import to_iso, utcnow
@@ -87,6 +92,7 @@ class _Shell:
         embedder: Embedder | None = None,
         vector_store: VectorStore | None = None,
         history: HistoryStore | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         cfg = config if isinstance(config, MemoryConfig) else MemoryConfig.model_validate(config or {})
         self.config = cfg
@@ -102,6 +108,18 @@ class _Shell:
         self._runtime = Runtime(llm, embedder, vector_store, history)
         self._search_settings = SearchSettings(cfg.search.mode, cfg.search.vector_weight,
                                       cfg.search.keyword_weight, cfg.search.candidates)
+        #: what "now" is (a test passes a clock it moves)
+        self._clock = clock or utcnow
+        life = cfg.lifecycle
+        self._lifecycle = Lifecycle(
+            decay=life.decay, half_lives={**Lifecycle().half_lives, **life.half_life_days},
+            default_half_life=life.default_half_life_days,
+            reinforce=life.decay if life.reinforce is None else life.reinforce,
+            step=life.reinforcement)
+        self._runtime.accesses.flush_every = life.flush_every
+
+    def _now(self) -> str:
+        return to_iso(self._clock())
 
     @staticmethod
     def _default_history(cfg: MemoryConfig, store: VectorStore) -> HistoryStore:
@@ -138,8 +156,8 @@ class _Shell:
         return self._runtime.llm
 
 
-def _when(value: Timestamp | None) -> str:
-    return timestamp_of(value if value is not None else utcnow())
+def _when(self: _Shell, value: Timestamp | None) -> str:
+    return timestamp_of(value if value is not None else self._clock())
 
 
 def _expiry(expires_at: Timestamp | None, expiration_date: Timestamp | None) -> str | None:
@@ -150,8 +168,8 @@ def _expiry(expires_at: Timestamp | None, expiration_date: Timestamp | None) -> 
     return None if chosen is None else timestamp_of(chosen)
 
 
-def _valid(as_of: Timestamp | None, include_expired: bool) -> Filter:
-    return valid_at(_when(as_of), include_expired=bool(include_expired))
+def _valid(self: _Shell, as_of: Timestamp | None, include_expired: bool) -> Filter:
+    return valid_at(_when(self, as_of), include_expired=bool(include_expired))
 
 
 def _add(
@@ -171,6 +189,8 @@ def _add(
     expires_at: Timestamp | None = None,
     expiration_date: Timestamp | None = None,
     dry_run: bool = False,
+    memory_type: str | None = None,
+    importance: float | None = None,
 ) -> Flow[AddResult]:
     prompts = self.config.custom_prompts
     request = AddRequest(
@@ -180,15 +200,20 @@ def _add(
         filters=parse_filter(filters),
         prompt=None if prompt is None else text_of(prompt, "prompt"),
         infer=bool(infer),
-        timestamp=timestamp_of(timestamp if timestamp is not None else utcnow()),
+        timestamp=timestamp_of(timestamp if timestamp is not None else self._clock()),
         extraction_prompt=prompts.fact_extraction,
         decision_prompt=prompts.update_decision,
         candidates_per_fact=self.config.candidates_per_fact,
         on_error=on_error_of(on_error if on_error is not None else self.config.on_error),
         expires_at=_expiry(expires_at, expiration_date),
         dry_run=bool(dry_run),
+        lifecycle=lifecycle_fields(memory_type, importance),
     )
-    return add_flow(request)
+    life = self.config.lifecycle
+    if life.consolidate_every is None or request.dry_run:
+        return add_flow(request)
+    return auto_flow(add_flow(request), request.scope.filter(), life.consolidate_every,
+                     life.consolidate_threshold, self._now(), self._lifecycle)
 
 
 def _search(
@@ -206,11 +231,13 @@ def _search(
     top_k: int | None = None,
     as_of: Timestamp | None = None,
     include_expired: bool = False,
+    min_confidence: float | None = None,
 ) -> Flow[SearchResult]:
     scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
-    selection = all_of(scope.filter(), parse_filter(rest), _valid(as_of, include_expired))
+    selection = all_of(scope.filter(), parse_filter(rest), _valid(self, as_of, include_expired))
     return search_flow(query, selection, limit_or_top_k(limit, top_k, 100), threshold, mode,
-                       self._search_settings, self._runtime.store.supports_keyword)
+                       self._search_settings, self._runtime.store.supports_keyword,
+                       self._lifecycle, self._now(), min_confidence)
 
 
 def _get_all(
@@ -227,8 +254,9 @@ def _get_all(
     include_expired: bool = False,
 ) -> Flow[SearchResult]:
     scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
-    selection = all_of(scope.filter(), parse_filter(rest), _valid(as_of, include_expired))
-    return get_all_flow(selection, limit_or_top_k(limit, top_k, 100))
+    selection = all_of(scope.filter(), parse_filter(rest), _valid(self, as_of, include_expired))
+    return get_all_flow(selection, limit_or_top_k(limit, top_k, 100), self._lifecycle,
+                        self._now())
 
 
 def _update(
@@ -240,12 +268,18 @@ def _update(
     metadata: dict[str, Any] | None = None,
     data: str | None = None,
     expires_at: Timestamp | None = None,
+    memory_type: str | None = None,
+    importance: float | None = None,
 ) -> Flow[MemoryItem]:
-    if (text is None) == (data is None):
+    if text is not None and data is not None:
         raise MemkitError("update() takes the new text once: as text or as data=")
-    new_text = text if text is not None else str(data)
+    lifecycle = lifecycle_fields(memory_type, importance)
+    new_text = text if text is not None else None if data is None else str(data)
+    if new_text is None and not (lifecycle or metadata or expires_at is not None):
+        raise MemkitError("update() needs a new text, metadata, expires_at, memory_type or "
+                          "importance")
     return update_flow(memory_id, new_text, metadata_of(metadata), _expiry(expires_at, None),
-                       to_iso(utcnow()))
+                       self._now(), lifecycle)
 
 
 def _delete_all(
@@ -260,7 +294,7 @@ def _delete_all(
     scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
     if scope.empty:
         raise ScopeError()
-    return delete_all_flow(scope, parse_filter(rest), to_iso(utcnow()))
+    return delete_all_flow(scope, parse_filter(rest), self._now())
 
 
 def _purge(
@@ -291,6 +325,52 @@ def _export(
     return export_flow(all_of(scope.filter(), parse_filter(rest)))
 
 
+def _prune(
+    self: _Shell,
+    /,
+    below: float,
+    dry_run: bool,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    filters: dict[str, Any] | None = None,
+) -> Flow[DeleteResult]:
+    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters, required=False)
+    return prune_flow(all_of(scope.filter(), parse_filter(rest)), below, bool(dry_run),
+                      self._now(), self._lifecycle)
+
+
+def _consolidate(
+    self: _Shell,
+    /,
+    threshold: float | None,
+    dry_run: bool,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    filters: dict[str, Any] | None = None,
+) -> Flow[ConsolidationResult]:
+    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters, required=False)
+    chosen = self.config.lifecycle.consolidate_threshold if threshold is None else threshold
+    return consolidate_flow(all_of(scope.filter(), parse_filter(rest)), chosen, bool(dry_run),
+                            self._now(), self._lifecycle)
+
+
+def _stats(
+    self: _Shell,
+    /,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    filters: dict[str, Any] | None = None,
+) -> Flow[MemoryStats]:
+    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters, required=False)
+    return stats_flow(all_of(scope.filter(), parse_filter(rest)), self._now(), self._lifecycle)
+
+
 class Memory(_Shell):
     """Long-term memory. ``Memory()`` runs offline on embedded defaults::
 
@@ -315,6 +395,8 @@ class Memory(_Shell):
         expires_at: Timestamp | None = None,
         expiration_date: Timestamp | None = None,
         dry_run: bool = False,
+        memory_type: str | None = None,
+        importance: float | None = None,
     ) -> AddResult:
         """Remember a conversation (a string, a message dict or a list of them).
 
@@ -329,12 +411,15 @@ class Memory(_Shell):
         ``dry_run=True`` returns the decided operations, usage and errors and
         applies nothing. ``on_error="degrade"`` (default: the config's ``on_error``, "raise")
         reports LLM and embedding failures in ``AddResult.errors`` and stores
-        what it can, instead of raising.
+        what it can, instead of raising. ``memory_type`` (one of ``MEMORY_TYPES`` or a
+        word of your own) and ``importance`` (0 to 1) are given to every memory this
+        add writes, over what the extraction says.
         """
         return self._runtime.run(_add(
             self, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
             filters=filters, prompt=prompt, infer=infer, timestamp=timestamp, on_error=on_error,
-            expires_at=expires_at, expiration_date=expiration_date, dry_run=dry_run))
+            expires_at=expires_at, expiration_date=expiration_date, dry_run=dry_run,
+            memory_type=memory_type, importance=importance))
 
     def search(
         self,
@@ -350,6 +435,7 @@ class Memory(_Shell):
         top_k: int | None = None,
         as_of: Timestamp | None = None,
         include_expired: bool = False,
+        min_confidence: float | None = None,
     ) -> SearchResult:
         """Memories of the scope most relevant to ``query``, highest score first.
 
@@ -359,16 +445,18 @@ class Memory(_Shell):
         (default where the store has keyword search), "vector" or "keyword";
         ``threshold`` drops results scoring below it. Only memories valid now
         are searched; ``as_of`` searches what was valid then (past versions
-        included), ``include_expired`` keeps expired ones.
+        included), ``include_expired`` keeps expired ones. With decay on (config
+        ``lifecycle.decay``) the score is relevance x confidence; ``min_confidence``
+        drops memories whose confidence is below it.
         """
         return self._runtime.run(_search(
             self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
             filters=filters, threshold=threshold, mode=mode, top_k=top_k, as_of=as_of,
-            include_expired=include_expired))
+            include_expired=include_expired, min_confidence=min_confidence))
 
     def get(self, memory_id: str) -> MemoryItem | None:
         """The memory with this id if it is valid now, or ``None`` (see :meth:`versions`)."""
-        return self._runtime.run(get_flow(memory_id, to_iso(utcnow())))
+        return self._runtime.run(get_flow(memory_id, self._now(), self._lifecycle))
 
     def get_all(
         self,
@@ -398,20 +486,24 @@ class Memory(_Shell):
         metadata: dict[str, Any] | None = None,
         data: str | None = None,
         expires_at: Timestamp | None = None,
+        memory_type: str | None = None,
+        importance: float | None = None,
     ) -> MemoryItem:
         """Replace a memory's text (re-embedded); ``metadata`` is merged into its metadata.
         ``data=`` is mem0's name for ``text``. The memory keeps its id; the old text
         stays as a past version (see :meth:`versions`), valid until now.
-        ``expires_at`` sets a new expiry."""
+        ``expires_at`` sets a new expiry; ``memory_type`` and ``importance`` set those.
+        Without a new text the other fields change in place (no new version)."""
         return self._runtime.run(_update(self, memory_id, text, metadata=metadata, data=data,
-                                         expires_at=expires_at))
+                                         expires_at=expires_at, memory_type=memory_type,
+                                         importance=importance))
 
     def delete(self, memory_id: str, *, hard: bool = False) -> None:
         """End a memory's validity: it is no longer returned, but its text stays for
         ``as_of`` reads and its history stays readable. ``hard=True`` removes it and its
         past versions for good (use it, or :meth:`purge`, for privacy deletes).
         Unknown id: NotFoundError."""
-        return self._runtime.run(delete_flow(memory_id, bool(hard), to_iso(utcnow())))
+        return self._runtime.run(delete_flow(memory_id, bool(hard), self._now()))
 
     def delete_all(
         self,
@@ -443,7 +535,7 @@ class Memory(_Shell):
         The memory must still be as that event left it (revert later events
         first); reverting an event twice raises ConflictError.
         """
-        return self._runtime.run(revert_flow(event_id, to_iso(utcnow())))
+        return self._runtime.run(revert_flow(event_id, self._now()))
 
     def supersede(
         self, memory_id: str, text: str, *, metadata: dict[str, Any] | None = None,
@@ -453,7 +545,7 @@ class Memory(_Shell):
         one stays as a past version, valid until now. A version is superseded once: a
         second supersede of it raises ConflictError."""
         return self._runtime.run(supersede_flow(
-            memory_id, text, metadata_of(metadata), _expiry(expires_at, None), to_iso(utcnow())))
+            memory_id, text, metadata_of(metadata), _expiry(expires_at, None), self._now()))
 
     def purge(
         self,
@@ -471,6 +563,56 @@ class Memory(_Shell):
     def reset(self) -> None:
         """Delete every memory and all history."""
         return self._runtime.run(reset_flow())
+
+    def prune(
+        self,
+        below: float = 0.05,
+        *,
+        dry_run: bool = True,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> DeleteResult:
+        """Forget memories whose confidence (decayed, when decay is on) is below ``below``:
+        each ends as :meth:`delete` ends a memory (a DELETE event; still readable with
+        ``as_of`` and :meth:`versions`). ``dry_run`` (the default) only reports them. Without
+        a scope, every memory of the store is considered."""
+        return self._runtime.run(_prune(self, below, dry_run, user_id=user_id,
+                                        agent_id=agent_id, run_id=run_id, filters=filters))
+
+    def consolidate(
+        self,
+        *,
+        threshold: float | None = None,
+        dry_run: bool = True,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> ConsolidationResult:
+        """Merge clusters of near-duplicate memories, scope by scope (every scope of the
+        store when none is given): vectors at least ``threshold`` similar (default: config
+        ``lifecycle.consolidate_threshold``, 0.9) whose words overlap. Each cluster merges
+        into its member of highest confidence, with metadata united; the others end and
+        join its version chain (see :meth:`versions`), nothing is removed. ``dry_run`` (the
+        default) only reports the clusters."""
+        return self._runtime.run(_consolidate(
+            self, threshold, dry_run, user_id=user_id, agent_id=agent_id, run_id=run_id,
+            filters=filters))
+
+    def stats(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> MemoryStats:
+        """Counts by type and state, growth per day, the confidence histogram and the
+        most accessed memories, of the scope (of the whole store when none is given)."""
+        return self._runtime.run(_stats(self, user_id=user_id, agent_id=agent_id,
+                                        run_id=run_id, filters=filters))
 
     def export(
         self,
@@ -494,8 +636,12 @@ class Memory(_Shell):
         return self._runtime.run(import_flow(memories))
 
     def close(self) -> None:
-        """Release the store's, the history's and the models' resources."""
-        self._runtime.close()
+        """Write buffered reinforcements, then release the store's, the history's and the
+        models' resources."""
+        try:
+            self._runtime.run(flush_flow(self._lifecycle))
+        finally:
+            self._runtime.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -528,12 +674,15 @@ class AsyncMemory(_Shell):
         expires_at: Timestamp | None = None,
         expiration_date: Timestamp | None = None,
         dry_run: bool = False,
+        memory_type: str | None = None,
+        importance: float | None = None,
     ) -> AddResult:
         """See :meth:`Memory.add`."""
         return await self._runtime.arun(_add(
             self, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
             filters=filters, prompt=prompt, infer=infer, timestamp=timestamp, on_error=on_error,
-            expires_at=expires_at, expiration_date=expiration_date, dry_run=dry_run))
+            expires_at=expires_at, expiration_date=expiration_date, dry_run=dry_run,
+            memory_type=memory_type, importance=importance))
 
     async def search(
         self,
@@ -549,16 +698,17 @@ class AsyncMemory(_Shell):
         top_k: int | None = None,
         as_of: Timestamp | None = None,
         include_expired: bool = False,
+        min_confidence: float | None = None,
     ) -> SearchResult:
         """See :meth:`Memory.search`."""
         return await self._runtime.arun(_search(
             self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
             filters=filters, threshold=threshold, mode=mode, top_k=top_k, as_of=as_of,
-            include_expired=include_expired))
+            include_expired=include_expired, min_confidence=min_confidence))
 
     async def get(self, memory_id: str) -> MemoryItem | None:
         """See :meth:`Memory.get`."""
-        return await self._runtime.arun(get_flow(memory_id, to_iso(utcnow())))
+        return await self._runtime.arun(get_flow(memory_id, self._now(), self._lifecycle))
 
     async def get_all(
         self,
@@ -585,14 +735,17 @@ class AsyncMemory(_Shell):
         metadata: dict[str, Any] | None = None,
         data: str | None = None,
         expires_at: Timestamp | None = None,
+        memory_type: str | None = None,
+        importance: float | None = None,
     ) -> MemoryItem:
         """See :meth:`Memory.update`."""
         return await self._runtime.arun(_update(self, memory_id, text, metadata=metadata,
-                                                data=data, expires_at=expires_at))
+                                                data=data, expires_at=expires_at,
+                                                memory_type=memory_type, importance=importance))
 
     async def delete(self, memory_id: str, *, hard: bool = False) -> None:
         """See :meth:`Memory.delete`."""
-        return await self._runtime.arun(delete_flow(memory_id, bool(hard), to_iso(utcnow())))
+        return await self._runtime.arun(delete_flow(memory_id, bool(hard), self._now()))
 
     async def delete_all(
         self,
@@ -616,7 +769,7 @@ class AsyncMemory(_Shell):
 
     async def revert(self, event_id: str) -> HistoryRecord:
         """See :meth:`Memory.revert`."""
-        return await self._runtime.arun(revert_flow(event_id, to_iso(utcnow())))
+        return await self._runtime.arun(revert_flow(event_id, self._now()))
 
     async def supersede(
         self, memory_id: str, text: str, *, metadata: dict[str, Any] | None = None,
@@ -624,7 +777,7 @@ class AsyncMemory(_Shell):
     ) -> MemoryItem:
         """See :meth:`Memory.supersede`."""
         return await self._runtime.arun(supersede_flow(
-            memory_id, text, metadata_of(metadata), _expiry(expires_at, None), to_iso(utcnow())))
+            memory_id, text, metadata_of(metadata), _expiry(expires_at, None), self._now()))
 
     async def purge(
         self,
@@ -641,6 +794,47 @@ class AsyncMemory(_Shell):
     async def reset(self) -> None:
         """See :meth:`Memory.reset`."""
         return await self._runtime.arun(reset_flow())
+
+    async def prune(
+        self,
+        below: float = 0.05,
+        *,
+        dry_run: bool = True,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> DeleteResult:
+        """See :meth:`Memory.prune`."""
+        return await self._runtime.arun(_prune(self, below, dry_run, user_id=user_id,
+                                               agent_id=agent_id, run_id=run_id, filters=filters))
+
+    async def consolidate(
+        self,
+        *,
+        threshold: float | None = None,
+        dry_run: bool = True,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> ConsolidationResult:
+        """See :meth:`Memory.consolidate`."""
+        return await self._runtime.arun(_consolidate(
+            self, threshold, dry_run, user_id=user_id, agent_id=agent_id, run_id=run_id,
+            filters=filters))
+
+    async def stats(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> MemoryStats:
+        """See :meth:`Memory.stats`."""
+        return await self._runtime.arun(_stats(self, user_id=user_id, agent_id=agent_id,
+                                               run_id=run_id, filters=filters))
 
     async def export(
         self,
@@ -661,12 +855,20 @@ class AsyncMemory(_Shell):
         return await self._runtime.arun(import_flow(memories))
 
     async def aclose(self) -> None:
-        """Release resources, closing async clients on this event loop."""
-        await self._runtime.aclose()
+        """Write buffered reinforcements, then release resources, closing async clients on
+        this event loop."""
+        try:
+            await self._runtime.arun(flush_flow(self._lifecycle))
+        finally:
+            await self._runtime.aclose()
 
     def close(self) -> None:
-        """Release resources from synchronous code (async clients are dropped, not awaited)."""
-        self._runtime.close()
+        """Release resources from synchronous code (async clients are dropped, not awaited);
+        buffered reinforcements are written first, with blocking calls."""
+        try:
+            self._runtime.run(flush_flow(self._lifecycle))
+        finally:
+            self._runtime.close()
 
     async def __aenter__(self) -> AsyncMemory:
         return self

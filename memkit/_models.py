@@ -45,10 +45,16 @@ class _StoredMemory(_Model):
     valid_to: datetime | None = None
     expires_at: datetime | None = None
     supersedes: str | None = None
+    memory_type: str | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    access_count: int = 0
+    last_accessed_at: datetime | None = None
 
 
 class MemoryItem(_StoredMemory):
-    """One stored memory (``score`` is set by search)."""
+    """One stored memory (``score`` is set by search). ``confidence`` is as of reading:
+    decayed since its last access when decay is on (see ``docs/lifecycle.md``)."""
 
     score: float | None = None
 
@@ -205,6 +211,44 @@ class HistoryRecord(_Model):
     role: str | None = None
     #: the id of the event this one undid (``Memory.revert``)
     reverts: str | None = None
+
+
+class ConsolidationCluster(_Model):
+    """Near-duplicates merged (or, in a dry run, to be merged) into ``keeper``."""
+
+    keeper: MemoryItem
+    merged: list[MemoryItem] = Field(default_factory=list)
+
+
+class ConsolidationResult(_Model):
+    """The outcome of ``Memory.consolidate``: the clusters found among ``examined``
+    current memories; with ``dry_run`` nothing was changed."""
+
+    dry_run: bool
+    examined: int = 0
+    clusters: list[ConsolidationCluster] = Field(default_factory=list)
+
+    @property
+    def merged(self) -> int:
+        """How many memories were (or would be) merged into another."""
+        return sum(len(c.merged) for c in self.clusters)
+
+
+class MemoryStats(_Model):
+    """What ``Memory.stats`` reports. ``memories``: current ones; ``by_type``: current
+    ones per ``memory_type`` ("untyped" without one); ``by_state``: every record as
+    current, superseded (a past version), deleted, expired or future (valid later);
+    ``growth``: memories created per day (``YYYY-MM-DD``, past versions not counted);
+    ``confidence_histogram``: current memories in ten bins of confidence, [0, 0.1) to
+    [0.9, 1.0]; ``most_accessed``: up to ten, by ``access_count``."""
+
+    memories: int = 0
+    by_type: dict[str, int] = Field(default_factory=dict)
+    by_state: dict[str, int] = Field(default_factory=dict)
+    growth: dict[str, int] = Field(default_factory=dict)
+    confidence_histogram: list[int] = Field(default_factory=lambda: [0] * 10)
+    most_accessed: list[MemoryItem] = Field(default_factory=list)
+    decay: bool = False
 
 
 class ExportedMemory(_StoredMemory):

@@ -31,6 +31,12 @@ def test_a_sqlite_file_written_by_the_previous_release_migrates(tmp_path: Path) 
         assert set(items) == {"Lives in Berlin", "Likes tea"}
         assert items["Likes tea"].metadata == {"topic": "drinks", "role": "user"}
         assert items["Likes tea"].valid_from is None and items["Likes tea"].valid_to is None
+        # the lifecycle fields are missing: no type, full confidence, never accessed
+        assert items["Likes tea"].memory_type is None and items["Likes tea"].importance is None
+        assert items["Likes tea"].confidence == 1.0 and items["Likes tea"].access_count == 0
+        m.update(items["Likes tea"].id, importance=0.9, memory_type="preference")
+        assert [i.memory for i in m.get_all(user_id="alice", filters={
+            "importance": {"gt": 0.5}, "memory_type": "preference"}).results] == ["Likes tea"]
         city = items["Lives in Berlin"].id
         assert [(h.event, h.new_value) for h in m.history(city)] == [
             ("ADD", "Lives in Lisbon"), ("UPDATE", "Lives in Berlin")]

@@ -214,7 +214,9 @@ def test_a_table_in_the_previous_release_layout_migrates(pg_dsn: str) -> None:
         kept = m.add("Lives in Lisbon", user_id="u", infer=False).results[0].id
     with psycopg.connect(pg_dsn) as conn:
         conn.execute(f'ALTER TABLE "{name}" DROP COLUMN valid_from, DROP COLUMN valid_to,'
-                     " DROP COLUMN expires_at, DROP COLUMN supersedes")
+                     " DROP COLUMN expires_at, DROP COLUMN supersedes, DROP COLUMN memory_type,"
+                     " DROP COLUMN importance, DROP COLUMN confidence, DROP COLUMN access_count,"
+                     " DROP COLUMN last_accessed_at")
         conn.execute(f'ALTER TABLE "{history_table}" DROP COLUMN reverts')
     store = PgVectorStore(pg_dsn, collection_name=name)
     history = PostgresHistory(pg_dsn, table=history_table)
@@ -222,6 +224,11 @@ def test_a_table_in_the_previous_release_layout_migrates(pg_dsn: str) -> None:
         with Memory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=store,
                     history=history) as m:
             assert [i.id for i in m.get_all(user_id="u").results] == [kept]
+            before = m.get(kept)
+            assert before is not None and before.memory_type is None
+            assert before.confidence == 1.0 and before.access_count == 0
+            m.update(kept, importance=0.5, memory_type="fact")
+            assert m.get_all(user_id="u", filters={"importance": 0.5}).results[0].id == kept
             m.update(kept, "Lives in Berlin")
             assert [v.memory for v in m.versions(kept)] == ["Lives in Lisbon", "Lives in Berlin"]
             undo = m.revert(m.history(kept)[-1].id)

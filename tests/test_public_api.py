@@ -12,7 +12,8 @@ EXPECTED = {
     "SearchResult", "HistoryList", "HistoryRecord", "Usage", "OperationError", "MemkitError", "ScopeError",
     "FilterError", "VectorStoreError", "LLMError", "EmbeddingError", "NotFoundError",
     "ConfigError", "Condition", "And", "Or", "Not", "Filter", "parse_filter", "__version__",
-    "DeleteResult", "ExportedMemory", "ImportResult", "ConflictError",
+    "DeleteResult", "ExportedMemory", "ImportResult", "ConflictError", "MEMORY_TYPES",
+    "ConsolidationCluster", "ConsolidationResult", "MemoryStats",
 }
 
 
@@ -34,7 +35,8 @@ def test_memory_and_async_memory_have_the_same_methods() -> None:
     import inspect
 
     names = ["add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "reset",
-             "export", "import_", "versions", "supersede", "purge", "revert"]
+             "export", "import_", "versions", "supersede", "purge", "revert", "prune",
+             "consolidate", "stats"]
     for name in names:
         sync, async_ = getattr(memkit.Memory, name), getattr(memkit.AsyncMemory, name)
         assert inspect.signature(sync) == inspect.signature(async_)

@@ -4,6 +4,7 @@ from memkit._filters.tree import (
     MAX_CONDITIONS,
     MAX_DEPTH,
     MAX_VALUES,
+    NUMBER_FIELDS,
     OPERATORS,
     SCOPE_FIELDS,
     TIME_FIELDS,
@@ -22,8 +23,8 @@ from memkit._filters.tree import (
 )
 
 __all__ = [
-    "BUILTIN_FIELDS", "MAX_CONDITIONS", "MAX_DEPTH", "MAX_VALUES", "MISSING", "OPERATORS",
-    "SCOPE_FIELDS", "TIME_FIELDS",
+    "BUILTIN_FIELDS", "MAX_CONDITIONS", "MAX_DEPTH", "MAX_VALUES", "MISSING", "NUMBER_FIELDS",
+    "OPERATORS", "SCOPE_FIELDS", "TIME_FIELDS",
     "And", "Condition", "Filter", "Not", "Operator", "Or", "Scalar",
     "all_of", "check_field_name", "condition", "fields_of", "matches", "parse_filter",
 ]

@@ -4,7 +4,9 @@ Rules (stores must return exactly what this returns, or raise FilterError):
 
 - A field is a built-in (``memory``, ``hash``, ``user_id``, ``agent_id``,
   ``run_id``, ``created_at``, ``updated_at``, ``valid_from``, ``valid_to``,
-  ``expires_at``, ``supersedes``) or a key of the caller's metadata. An absent
+  ``expires_at``, ``supersedes``, ``memory_type``, ``importance``,
+  ``confidence``, ``access_count``, ``last_accessed_at``) or a key of the
+  caller's metadata. An absent
   key, or a value of ``None``, is *missing*.
 - ``eq``: numbers (int or float, never bool) compare numerically, strings by
   equality, booleans with booleans. Any other pairing is false: ``1`` does not

@@ -35,8 +35,11 @@ Scalar: TypeAlias = str | int | float | bool
 BUILTIN_FIELDS = frozenset({
     "memory", "user_id", "agent_id", "run_id", "created_at", "updated_at", "hash",
     "valid_from", "valid_to", "expires_at", "supersedes",
+    "memory_type", "importance", "confidence", "access_count", "last_accessed_at",
 })
-TIME_FIELDS = frozenset({"created_at", "updated_at", "valid_from", "valid_to", "expires_at"})
+TIME_FIELDS = frozenset({"created_at", "updated_at", "valid_from", "valid_to", "expires_at",
+                         "last_accessed_at"})
+NUMBER_FIELDS = frozenset({"importance", "confidence", "access_count"})
 SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
 # Forbidden in field names: control characters, double quote, backslash, dot
 # (a path separator in several engines) and a leading "$" (an operator prefix).

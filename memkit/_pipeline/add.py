@@ -18,7 +18,7 @@ from memkit._pipeline.apply import apply, duplicates
 from memkit._pipeline.context import is_dialogue, with_neighbours, with_previous
 from memkit._pipeline.effects import Complete, Embed, Flow, Search
 from memkit._pipeline.inputs import Scope, text_hash
-from memkit._pipeline.parsing import Decision, ParseError, parse_decisions, parse_facts
+from memkit._pipeline.parsing import Decision, Fact, ParseError, parse_decisions, parse_fact_items
 from memkit._pipeline.versions import end, revise, valid_at
 from memkit._time import to_datetime
 from memkit.llms.base import LLMRequest, Message
@@ -44,6 +44,8 @@ class AddRequest:
     on_error: OnError = "raise"
     expires_at: str | None = None
     dry_run: bool = False
+    #: the caller's ``memory_type`` and ``importance``, over what extraction says
+    lifecycle: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -56,6 +58,12 @@ class _Plan:
     errors: list[OperationError] = field(default_factory=list)
     #: updated memories whose past versions still need the old text's vector
     revised: list[tuple[Record, Record]] = field(default_factory=list)
+    #: type and importance per extracted fact's text
+    kinds: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def lifecycle(self, text: str) -> dict[str, Any]:
+        """The type and importance a memory of ``text`` gets: the caller's, else the fact's."""
+        return {**self.kinds.get(text, {}), **self.request.lifecycle}
 
     def history(self, record: Record, event: str, old: str | None, new: str | None,
                 role: str | None = None, actor: str | None = None) -> None:
@@ -74,6 +82,7 @@ class _Plan:
             created_at=req.timestamp, updated_at=req.timestamp,
             user_id=req.scope.user_id, agent_id=req.scope.agent_id, run_id=req.scope.run_id,
             metadata=metadata, vector=vector, valid_from=req.timestamp, expires_at=req.expires_at,
+            confidence=1.0, **self.lifecycle(text),
         )
         self.batch.adds.append(record)
         self.events.append(record.to_event("ADD", new=text))
@@ -99,9 +108,11 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
     custom = req.prompt if req.prompt is not None else req.extraction_prompt
     extraction = LLMRequest(prompts.extraction_messages(conversation, today, custom),
                             prompts.FACTS_SCHEMA, "facts", "extraction")
-    facts, usage = yield from _ask(req, extraction, parse_facts, usage, errors, "extraction")
-    if not facts:
+    items, usage = yield from _ask(req, extraction, parse_fact_items, usage, errors, "extraction")
+    if not items:
         return AddResult(usage=usage, errors=errors)
+    kinds = _kinds(items, errors)
+    facts = [item.text for item in items]
 
     embedded = yield from _embed(req, facts, errors)
     facts = [f for f, v in zip(facts, embedded, strict=True) if v is not None]
@@ -115,7 +126,8 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
         for hit in (yield Search(vector, req.candidates_per_fact, search_filter)):
             shown.setdefault(hit.record.id, hit.record)
     existing = list(shown.values())
-    plan = _Plan(req, WriteBatch(dedup_scope=scope_filter, valid_at=req.timestamp), errors=errors)
+    plan = _Plan(req, WriteBatch(dedup_scope=scope_filter, valid_at=req.timestamp), errors=errors,
+                 kinds=kinds)
     known = {r.hash: r for r in existing}
     pending: list[str] = []
     vector_of: dict[str, Vector] = {}
@@ -157,6 +169,19 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
             _drop_unembedded(plan)
     results = yield from _apply(plan)
     return AddResult(results=results, usage=usage, errors=errors)
+
+
+def _kinds(facts: list[Fact], errors: list[OperationError]) -> dict[str, dict[str, Any]]:
+    """Each fact's type and importance; rejected ones are reported (the fact is kept)."""
+    kinds: dict[str, dict[str, Any]] = {}
+    for fact in facts:
+        for problem in fact.problems:
+            errors.append(OperationError(stage="validation", message=(
+                f"extraction gave a bad attribute ({problem}); the fact is kept without it")[:500],
+                operation={"text": fact.text}))
+        given = {"memory_type": fact.memory_type, "importance": fact.importance}
+        kinds[fact.text] = {k: v for k, v in given.items() if v is not None}
+    return kinds
 
 
 def _ask(
@@ -301,7 +326,8 @@ def _validate(
             plan.none(target)
         else:
             touched.add(target.id)
-            changes: dict[str, object] = {"metadata": {**target.metadata, **req.metadata}}
+            changes: dict[str, object] = {"metadata": {**target.metadata, **req.metadata},
+                                          **plan.lifecycle(text)}
             if req.expires_at is not None:
                 changes["expires_at"] = req.expires_at
             updated, past = revise(target, text, req.timestamp, vector_of.get(text), None,

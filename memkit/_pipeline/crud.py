@@ -39,6 +39,7 @@ from memkit._pipeline.inputs import (
     text_of,
 )
 from memkit._pipeline.keywords import keyword_query
+from memkit._pipeline.lifecycle import Lifecycle, confidence_of, note_flow, rank
 from memkit._pipeline.versions import (
     chain_flow,
     check_order,
@@ -48,7 +49,7 @@ from memkit._pipeline.versions import (
     superseded_by,
     valid_at,
 )
-from memkit._time import to_datetime
+from memkit._time import to_datetime, to_iso, utcnow
 from memkit.stores.base import Hit, Record, WriteBatch, hash_filter
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
@@ -65,14 +66,22 @@ class SearchSettings:
 def search_flow(
     query: str, filter: Filter | None, limit: int, threshold: float | None,
     mode: SearchMode | None, settings: SearchSettings, keyword_capable: bool,
+    lifecycle: Lifecycle | None = None, now: str | None = None,
+    min_confidence: float | None = None,
 ) -> Flow[SearchResult]:
     query = query_of(query)
+    life = lifecycle or Lifecycle()
+    if min_confidence is not None:
+        min_confidence = confidence_of(min_confidence, "min_confidence")
+    when = now or to_iso(utcnow())
     mode = mode or settings.mode or ("hybrid" if keyword_capable else "vector")
     if mode not in ("hybrid", "vector", "keyword"):
         raise MemkitError(f"search mode must be 'hybrid', 'vector' or 'keyword', got {mode!r}")
     if mode != "vector" and not keyword_capable:
         raise ConfigError(f"this vector store has no keyword search; {mode!r} search needs one")
     pool = max(limit, settings.candidates) if mode == "hybrid" else limit
+    if life.decay or min_confidence is not None:  # room to re-rank or drop
+        pool = max(pool, 2 * limit)
     vector_hits: list[Hit] = []
     keyword_hits: list[Hit] = []
     if mode != "keyword":
@@ -85,28 +94,35 @@ def search_flow(
         keyword_hits = yield KeywordSearch(terms, pool, filter)
     if mode == "hybrid":
         hits = fuse(vector_hits, keyword_hits, vector_weight=settings.vector_weight,
-                    keyword_weight=settings.keyword_weight, limit=limit)
+                    keyword_weight=settings.keyword_weight, limit=pool)
     else:
-        hits = (vector_hits or keyword_hits)[:limit]
+        hits = vector_hits or keyword_hits
+    ranked = rank(hits, life, when, min_confidence)
+    ranked = [(h, c) for h, c in ranked if threshold is None or h.score >= threshold][:limit]
+    yield from note_flow([h.record for h, _ in ranked], when, life)
     return SearchResult(results=[
-        h.record.to_item(round(h.score, 6)) for h in hits
-        if threshold is None or h.score >= threshold
-    ])
+        h.record.to_item(round(h.score, 6), round(c, 6)) for h, c in ranked])
 
 
-def get_flow(memory_id: str, now: str) -> Flow[MemoryItem | None]:
+def get_flow(memory_id: str, now: str,
+             lifecycle: Lifecycle | None = None) -> Flow[MemoryItem | None]:
     """The memory if it is valid ``now`` (past versions: :func:`versions.chain_flow`)."""
     checked = memory_id_of(memory_id)
     if checked is None:
         return None
-    record = yield Get(checked)
-    return None if record is None or not is_valid(record, now) else record.to_item()
+    record: Record | None = yield Get(checked)
+    if record is None or not is_valid(record, now):
+        return None
+    return record.to_item(confidence=(lifecycle or Lifecycle()).confidence(record, now))
 
 
-def get_all_flow(filter: Filter | None, limit: int) -> Flow[SearchResult]:
+def get_all_flow(filter: Filter | None, limit: int, lifecycle: Lifecycle | None = None,
+                 now: str | None = None) -> Flow[SearchResult]:
     """Newest first."""
     records, _ = yield ListRecords(filter, limit, None, "newest")
-    return SearchResult(results=[r.to_item() for r in records])
+    life, when = lifecycle or Lifecycle(), now or to_iso(utcnow())
+    return SearchResult(results=[r.to_item(confidence=life.confidence(r, when))
+                                 for r in records])
 
 
 def _history_row(record: Record, event: str, old: str | None, new: str | None,
@@ -134,15 +150,28 @@ def _scope_key(record: Record) -> Filter | None:
     return Scope(record.user_id, record.agent_id, record.run_id).filter()
 
 
-def update_flow(memory_id: str, text: str, metadata: dict[str, object] | None,
-                expires_at: str | None, now: str) -> Flow[MemoryItem]:
-    """The memory keeps its id with the new text; the old text stays as a past version."""
-    if not text_of(text, "the new text of a memory").strip():
+def update_flow(memory_id: str, text: str | None, metadata: dict[str, object] | None,
+                expires_at: str | None, now: str,
+                lifecycle: dict[str, object] | None = None) -> Flow[MemoryItem]:
+    """The memory keeps its id with the new text; the old text stays as a past version.
+
+    Without a new text only the other fields change, in place (no version, no history)."""
+    if text is not None and not text_of(text, "the new text of a memory").strip():
         raise MemkitError("the new text of a memory must be a non-empty string")
     record = yield from _existing(memory_id, now)
     check_order(record, now)
+    if text is None:
+        fields: dict[str, object] = {**(lifecycle or {})}
+        if metadata:
+            fields["metadata"] = {**record.metadata, **metadata}
+        if expires_at is not None:
+            fields["expires_at"] = expires_at
+        changed = replace(record, updated_at=now, vector=None, **fields)  # type: ignore[arg-type]
+        yield from apply(WriteBatch(updates=[changed], dedup_scope=_scope_key(record)))
+        return changed.to_item()
     vectors = yield Embed((text, record.memory))
-    changes: dict[str, object] = {"metadata": {**record.metadata, **(metadata or {})}}
+    changes: dict[str, object] = {"metadata": {**record.metadata, **(metadata or {})},
+                                  **(lifecycle or {})}
     if expires_at is not None:
         changes["expires_at"] = expires_at
     updated, past = revise(record, text, now, vectors[0], vectors[1], **changes)

@@ -98,6 +98,29 @@ class ResetHistory:
     """-> None"""
 
 
+@dataclass(frozen=True, slots=True)
+class NoteAccess:
+    """-> bool: whether the buffer of accesses is due to be written (memkit._pipeline.lifecycle)"""
+
+    records: tuple[Record, ...]
+    at: str
+
+
+@dataclass(frozen=True, slots=True)
+class TakeAccesses:
+    """-> the buffered accesses, emptying the buffer"""
+
+
+@dataclass(frozen=True, slots=True)
+class CountAdds:
+    """-> bool: ``count`` more memories added to the scope ``key``; whether ``every`` were
+    reached since the last time (the count then restarts)"""
+
+    key: str
+    count: int
+    every: int
+
+
 # -- inside a Transaction ----------------------------------------------------------
 
 
@@ -131,7 +154,8 @@ class AppendHistory:
 
 Effect: TypeAlias = (
     Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction | ReadHistory
-    | ReadEvent | ResetStore | ResetHistory
+    | ReadEvent | ResetStore | ResetHistory | NoteAccess | TakeAccesses
+    | CountAdds
 )
 WriteEffect: TypeAlias = ListRecords | Insert | Update | Delete | AppendHistory
 T = TypeVar("T")

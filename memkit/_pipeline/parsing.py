@@ -14,9 +14,13 @@ import ast
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from memkit._errors import MemkitError
+from memkit._pipeline.lifecycle import importance_of, memory_type_of
 
 MAX_ANSWER_CHARS = 256_000
 MAX_NESTING = 16
@@ -183,31 +187,56 @@ def _unwrap(value: Any, keys: tuple[str, ...], what: str) -> list[Any]:
     return value
 
 
-class _Facts(BaseModel):
-    facts: list[str]
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One extracted fact; ``problems`` says which of its attributes were rejected."""
 
-    @field_validator("facts", mode="before")
-    @classmethod
-    def _texts(cls, items: list[Any]) -> list[str]:
-        out: list[str] = []
-        for item in items:
-            if isinstance(item, dict):
-                item = next((item[k] for k in ("fact", "text", "memory", "data") if k in item), None)
-            if not isinstance(item, str):
-                raise ValueError(f"a fact must be a string, got {item!r}"[:200])
-            item = clean(item).strip()
-            if item and item not in out:
-                out.append(item)
-        return out
+    text: str
+    memory_type: str | None = None
+    importance: float | None = None
+    problems: tuple[str, ...] = ()
+
+
+def _fact(item: Any) -> Fact:
+    if not isinstance(item, dict):
+        if not isinstance(item, str):
+            raise ParseError(f"a fact must be a string, got {item!r}"[:200])
+        return Fact(clean(item).strip())
+    text = next((item[k] for k in ("fact", "text", "memory", "data") if k in item), None)
+    if not isinstance(text, str):
+        raise ParseError(f"a fact must be a string, got {text!r}"[:200])
+    problems: list[str] = []
+    kind: str | None = None
+    raw_kind = item.get("type", item.get("memory_type"))
+    if raw_kind is not None:
+        try:
+            kind = memory_type_of(clean(raw_kind) if isinstance(raw_kind, str) else raw_kind)
+        except MemkitError as exc:
+            problems.append(str(exc))
+    importance: float | None = None
+    if item.get("importance") is not None:
+        try:
+            importance = importance_of(item["importance"])
+        except MemkitError as exc:
+            problems.append(str(exc))
+    return Fact(clean(text).strip(), kind, importance, tuple(problems))
+
+
+def parse_fact_items(text: str) -> list[Fact]:
+    """Facts from an extraction answer, with the type and importance the LLM gave;
+    raises ParseError. A bad type or importance is left out and named in ``problems``."""
+    items = _unwrap(load_json(text), ("facts", "fact", "memories"), "facts")
+    out: dict[str, Fact] = {}
+    for item in items:
+        fact = _fact(item)
+        if fact.text and fact.text not in out:
+            out[fact.text] = fact
+    return list(out.values())
 
 
 def parse_facts(text: str) -> list[str]:
-    """Facts from an extraction answer; raises ParseError."""
-    items = _unwrap(load_json(text), ("facts", "fact", "memories"), "facts")
-    try:
-        return _Facts(facts=items).facts
-    except ValidationError as exc:
-        raise ParseError(exc.errors()[0]["msg"]) from None
+    """The texts of :func:`parse_fact_items`."""
+    return [fact.text for fact in parse_fact_items(text)]
 
 
 class Decision(BaseModel):

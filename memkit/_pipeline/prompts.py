@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from memkit._pipeline.lifecycle import MEMORY_TYPES
 from memkit.llms.base import Message
 
 FACT_EXTRACTION = """\
@@ -16,8 +17,9 @@ third person ("User prefers dark mode", "User's sister is called Ana").
 - Resolve relative dates against today's date: {today}.
 - Skip greetings, small talk, questions without new information, and anything the \
 assistant says that the user did not confirm.
+- type: one of {types}; importance: 0 (trivia) to 1 (essential).
 - Nothing worth remembering: an empty list.
-Answer with JSON only: {{"facts": ["...", "..."]}}"""
+Answer with JSON only: {{"facts": [{{"text": "...", "type": "...", "importance": 0.5}}]}}"""
 
 # Sent as it is (never formatted), so its braces are single.
 UPDATE_DECISION = """\
@@ -38,7 +40,16 @@ Answer again with the same content as valid JSON only, no prose, no code fences.
 
 FACTS_SCHEMA = {
     "type": "object",
-    "properties": {"facts": {"type": "array", "items": {"type": "string"}}},
+    "properties": {"facts": {"type": "array", "items": {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string"},
+            "type": {"type": "string", "enum": list(MEMORY_TYPES)},
+            "importance": {"type": "number"},
+        },
+        "required": ["text", "type", "importance"],
+        "additionalProperties": False,
+    }}},
     "required": ["facts"],
     "additionalProperties": False,
 }
@@ -69,7 +80,8 @@ DECISIONS_SCHEMA = {
 def extraction_messages(
     conversation: Sequence[Message], today: str, custom: str | None
 ) -> list[Message]:
-    system = custom if custom is not None else FACT_EXTRACTION.format(today=today)
+    system = custom if custom is not None else FACT_EXTRACTION.format(
+        today=today, types=", ".join(MEMORY_TYPES))
     lines = []
     for message in conversation:
         speaker = message["role"]

@@ -21,6 +21,7 @@ from memkit._pipeline.apply import Applied, transaction
 from memkit._pipeline.effects import (
     AppendHistory,
     Complete,
+    CountAdds,
     Delete,
     Effect,
     Embed,
@@ -29,15 +30,18 @@ from memkit._pipeline.effects import (
     Insert,
     KeywordSearch,
     ListRecords,
+    NoteAccess,
     ReadEvent,
     ReadHistory,
     ResetHistory,
     ResetStore,
     Search,
+    TakeAccesses,
     Transaction,
     Update,
     WriteEffect,
 )
+from memkit._pipeline.lifecycle import AccessLog, AddCounts
 from memkit.embeddings.base import Embedder, Matrix, normalise
 from memkit.history.base import HistoryStore
 from memkit.llms.base import LLM
@@ -72,6 +76,10 @@ class Runtime:
         self.embedder = embedder
         self.store = store
         self.history = history
+        #: search hits not yet written as reinforcements
+        self.accesses = AccessLog(flush_every=64)
+        #: memories added per scope, for automatic consolidation
+        self.adds = AddCounts()
         self._opened = False
         self._open_lock = threading.Lock()
         self._aopen_lock: asyncio.Lock | None = None
@@ -83,6 +91,12 @@ class Runtime:
                            lambda: self.llm.acomplete(request), store=False)
             case Embed(texts):
                 return Job(lambda: self._embed(texts), lambda: self._aembed(texts), store=False)
+            case NoteAccess(records, at):
+                return _local(lambda: self.accesses.note(list(records), at))
+            case TakeAccesses():
+                return _local(self.accesses.take)
+            case CountAdds(key, count, every):
+                return _local(lambda: self.adds.add(key, count, every))
         return store_job(effect, self.store, self.history, self.store)
 
     # -- sync ------------------------------------------------------------
@@ -166,6 +180,15 @@ class Runtime:
         if rows is None:
             return np.zeros((0, dimension), dtype=np.float32)
         return normalise(rows, len(texts), dimension)
+
+
+def _local(call: Callable[[], T]) -> Job[T]:
+    """A job on in-process state: the same call for both drivers."""
+
+    async def acall() -> T:
+        return call()
+
+    return Job(call, acall, store=False)
 
 
 def store_job(effect: Effect | WriteEffect, store: VectorStore, history: HistoryStore,

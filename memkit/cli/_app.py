@@ -429,6 +429,38 @@ def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 
 @app.command()
+def consolidate(
+    ctx: typer.Context,
+    user_id: UserOpt = None,
+    agent_id: AgentOpt = None,
+    run_id: RunOpt = None,
+    threshold: Annotated[float | None, typer.Option(
+        "--threshold", "-t", help="Cosine similarity of near-duplicates (default: config, 0.9).",
+    )] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run/--apply", help="Only report the clusters (the default), or merge them.",
+    )] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Merge near-duplicate memories, per scope (every scope without -u/-a/-r)."""
+    with _memory(ctx) as memory:
+        report = memory.consolidate(user_id=user_id, agent_id=agent_id, run_id=run_id,
+                                    threshold=threshold, dry_run=dry_run)
+
+    def render() -> None:
+        verb = "would merge" if report.dry_run else "merged"
+        print(f"{len(report.clusters)} clusters among {report.examined} memories; "
+              f"{verb} {report.merged}")
+        rows = [{"keeper": c.keeper.memory, "id": c.keeper.id, "merged": len(c.merged),
+                 "merged texts": " | ".join(i.memory for i in c.merged)}
+                for c in report.clusters]
+        if rows:
+            _table(rows, ["id", "keeper", "merged", "merged texts"])
+
+    _emit(report.model_dump(mode="json"), as_json, render)
+
+
+@app.command()
 def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",

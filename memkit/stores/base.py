@@ -62,6 +62,16 @@ class Record:
     expires_at: str | None = None
     #: the id of the version this one replaced (the past version's record)
     supersedes: str | None = None
+    #: what kind of memory this is (``memkit.MEMORY_TYPES`` or the caller's own word)
+    memory_type: str | None = None
+    #: how much it matters, in [0, 1]
+    importance: float | None = None
+    #: confidence in [0, 1] as of ``last_accessed_at`` (or ``updated_at``); it decays from
+    #: there at read time (:mod:`memkit._pipeline.decay`); missing means 1.0
+    confidence: float | None = None
+    #: how often searches returned it (missing: never), and when last
+    access_count: int | None = None
+    last_accessed_at: str | None = None
 
     def lookup(self, name: str) -> Any:
         """A field's value for the filter evaluator, or ``MISSING``."""
@@ -75,6 +85,7 @@ class Record:
             "created_at": self.created_at, "updated_at": self.updated_at,
             "user_id": self.user_id, "agent_id": self.agent_id, "run_id": self.run_id,
             "metadata": self.metadata, **{k: getattr(self, k) for k in TEMPORAL_FIELDS},
+            **{k: getattr(self, k) for k in LIFECYCLE_FIELDS if getattr(self, k) is not None},
         }
 
     @classmethod
@@ -84,20 +95,24 @@ class Record:
             created_at=payload["created_at"], updated_at=payload["updated_at"],
             user_id=payload.get("user_id"), agent_id=payload.get("agent_id"),
             run_id=payload.get("run_id"), metadata=dict(payload.get("metadata") or {}),
-            vector=vector, **{k: payload.get(k) for k in TEMPORAL_FIELDS},
+            vector=vector, **{k: payload.get(k) for k in (*TEMPORAL_FIELDS, *LIFECYCLE_FIELDS)},
         )
 
     def with_vector(self, vector: Vector | None) -> Record:
         return replace(self, vector=vector)
 
-    def to_item(self, score: float | None = None) -> MemoryItem:
+    def to_item(self, score: float | None = None, confidence: float | None = None) -> MemoryItem:
+        """The public form; ``confidence`` defaults to the stored one (1.0 when missing)."""
         return MemoryItem(
             id=self.id, memory=self.memory, hash=self.hash, metadata=self.metadata,
             user_id=self.user_id, agent_id=self.agent_id, run_id=self.run_id,
             created_at=to_datetime(self.created_at), updated_at=to_datetime(self.updated_at),
-            score=score, supersedes=self.supersedes,
+            score=score, supersedes=self.supersedes, memory_type=self.memory_type,
+            importance=self.importance, access_count=self.access_count or 0,
+            confidence=(1.0 if self.confidence is None else self.confidence)
+            if confidence is None else confidence,
             **{k: None if getattr(self, k) is None else to_datetime(getattr(self, k))
-               for k in ("valid_from", "valid_to", "expires_at")},
+               for k in ("valid_from", "valid_to", "expires_at", "last_accessed_at")},
         )
 
     def to_event(self, event: Event, old: str | None = None, new: str | None = None) -> MemoryEvent:
@@ -109,6 +124,8 @@ class Record:
 
 
 TEMPORAL_FIELDS = ("valid_from", "valid_to", "expires_at", "supersedes")
+LIFECYCLE_FIELDS = ("memory_type", "importance", "confidence", "access_count", "last_accessed_at")
+"""Built-in fields of the memory lifecycle; stored and filtered like the temporal ones."""
 _BUILTINS = BUILTIN_FIELDS
 
 
@@ -373,6 +390,7 @@ def cosine_to_score(cos: float) -> float:
 
 
 __all__ = [
+    "LIFECYCLE_FIELDS",
     "And",
     "Hit",
     "Order",

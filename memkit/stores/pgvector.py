@@ -5,7 +5,9 @@ Each collection is one table::
     id text COLLATE "C"   embedding vector(dim)   memory, hash, user_id, agent_id, run_id text
     created_at, updated_at timestamptz   metadata jsonb   folded jsonb   fts tsvector (generated)
     valid_from, valid_to, expires_at timestamptz   supersedes text   (added by ALTER TABLE
-    to tables written before memkit kept versions)
+    to tables written before memkit kept versions)   memory_type text   importance,
+    confidence float8   access_count bigint   last_accessed_at timestamptz   (the lifecycle,
+    added the same way)
 
 ``folded`` holds every string (and every string in a list) of the record,
 built-ins and metadata alike, lower-cased by Python's :meth:`str.lower`, so that
@@ -38,7 +40,17 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any, ClassVar
 
 from memkit._errors import ConfigError, FilterError, VectorStoreError
-from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or, Scalar
+from memkit._filters import (
+    BUILTIN_FIELDS,
+    NUMBER_FIELDS,
+    TIME_FIELDS,
+    And,
+    Condition,
+    Filter,
+    Not,
+    Or,
+    Scalar,
+)
 from memkit._imports import require
 from memkit._models import HistoryRecord
 from memkit._postgres import (
@@ -66,8 +78,9 @@ from psycopg.types.json import Jsonb  # noqa: E402
 from psycopg_pool import AsyncConnectionPool, ConnectionPool  # noqa: E402
 
 META_TABLE = "memkit_collections"
-_TEXT_COLUMNS = frozenset({"memory", "hash", "user_id", "agent_id", "run_id", "supersedes"})
-_PERIOD_COLUMNS = ("valid_from", "valid_to", "expires_at")
+_TEXT_COLUMNS = frozenset({"memory", "hash", "user_id", "agent_id", "run_id", "supersedes",
+                           "memory_type"})
+_PERIOD_COLUMNS = ("valid_from", "valid_to", "expires_at", "last_accessed_at")
 _SCOPE_COLUMNS = ("user_id", "agent_id", "run_id")
 _MAX_HNSW_DIMENSIONS = 2000
 _MAX_EF_SEARCH = 1000
@@ -75,9 +88,10 @@ _TS_CONFIG = "simple"  # no stemming and no stop words: memories come in every l
 _ISO_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'  # to_char() of memkit._time.to_iso
 _COLUMNS = sql.SQL(
     "id, memory, hash, user_id, agent_id, run_id, created_at, updated_at, metadata,"
-    " valid_from, valid_to, expires_at, supersedes"
+    " valid_from, valid_to, expires_at, supersedes,"
+    " memory_type, importance, confidence, access_count, last_accessed_at"
 )
-_RANK = 13  # the column after _COLUMNS in a ranked row
+_RANK = 18  # the column after _COLUMNS in a ranked row
 
 
 # -- filter translation --------------------------------------------------------
@@ -147,8 +161,10 @@ def _any_element(value: sql.Composable, predicate: sql.Composable) -> sql.Compos
     ).format(v=value, pred=predicate)
 
 
-def _metadata(p: _Params, cond: Condition) -> sql.Composable:
-    value = sql.SQL("(metadata -> {})").format(p.add(cond.field))
+def _metadata(p: _Params, cond: Condition, value: sql.Composable | None = None) -> sql.Composable:
+    """A metadata key (or ``value``, another jsonb expression) tested like a JSON value."""
+    if value is None:
+        value = sql.SQL("(metadata -> {})").format(p.add(cond.field))
     op, target = cond.operator, cond.value
     if op == "in":
         assert isinstance(target, tuple)
@@ -257,6 +273,8 @@ def _translate(p: _Params, expr: Filter) -> sql.Composable:
         return _time_column(p, expr)
     if expr.field in _TEXT_COLUMNS:
         return _text_column(p, expr)
+    if expr.field in NUMBER_FIELDS:  # a NULL column is SQL NULL jsonb: every test false
+        return _metadata(p, expr, sql.SQL("to_jsonb({})").format(sql.Identifier(expr.field)))
     return _metadata(p, expr)
 
 
@@ -290,7 +308,7 @@ def folded(record: Record) -> dict[str, Any]:
         memory=record.memory, hash=record.hash, user_id=record.user_id,
         agent_id=record.agent_id, run_id=record.run_id,
         created_at=to_iso(record.created_at), updated_at=to_iso(record.updated_at),
-        supersedes=record.supersedes,
+        supersedes=record.supersedes, memory_type=record.memory_type,
         **{k: to_iso(getattr(record, k)) for k in _PERIOD_COLUMNS if getattr(record, k)},
     )
     out = {k: _lowered(v) for k, v in view.items()}
@@ -304,6 +322,8 @@ def _row_params(record: Record) -> dict[str, Any]:
         "run_id": record.run_id, "created_at": to_datetime(record.created_at),
         "updated_at": to_datetime(record.updated_at), "metadata": Jsonb(record.metadata),
         "folded": Jsonb(folded(record)), "supersedes": record.supersedes,
+        "memory_type": record.memory_type, "importance": record.importance,
+        "confidence": record.confidence, "access_count": record.access_count,
         **{k: None if getattr(record, k) is None else to_datetime(getattr(record, k))
            for k in _PERIOD_COLUMNS},
     }
@@ -312,10 +332,14 @@ def _row_params(record: Record) -> dict[str, Any]:
 def _record(row: Sequence[Any]) -> Record:
     id, memory, hash, user_id, agent_id, run_id, created_at, updated_at, metadata = row[:9]
     valid_from, valid_to, expires_at = (None if t is None else to_iso(t) for t in row[9:12])
+    memory_type, importance, confidence, access_count, last_accessed_at = row[13:18]
     return Record(
         id=id, memory=memory, hash=hash, user_id=user_id, agent_id=agent_id, run_id=run_id,
         created_at=to_iso(created_at), updated_at=to_iso(updated_at), metadata=dict(metadata),
         valid_from=valid_from, valid_to=valid_to, expires_at=expires_at, supersedes=row[12],
+        memory_type=memory_type, importance=importance, confidence=confidence,
+        access_count=access_count,
+        last_accessed_at=None if last_accessed_at is None else to_iso(last_accessed_at),
     )
 
 
@@ -451,14 +475,19 @@ class PgVectorStore(PoolOwner, DrivenStore):
             "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS valid_from timestamptz,"
             " ADD COLUMN IF NOT EXISTS valid_to timestamptz,"
             " ADD COLUMN IF NOT EXISTS expires_at timestamptz,"
-            " ADD COLUMN IF NOT EXISTS supersedes text"
+            " ADD COLUMN IF NOT EXISTS supersedes text,"
+            " ADD COLUMN IF NOT EXISTS memory_type text,"
+            " ADD COLUMN IF NOT EXISTS importance float8,"
+            " ADD COLUMN IF NOT EXISTS confidence float8,"
+            " ADD COLUMN IF NOT EXISTS access_count bigint,"
+            " ADD COLUMN IF NOT EXISTS last_accessed_at timestamptz"
         ).format(t=t))
         if dimension <= _MAX_HNSW_DIMENSIONS:  # pgvector's HNSW limit for vector
             yield Statement(sql.SQL(
                 "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
             ).format(i=sql.Identifier(f"{name}_hnsw"), t=t))
-        for column in (*_SCOPE_COLUMNS, "hash", "created_at", "updated_at", *_PERIOD_COLUMNS,
-                       "supersedes"):
+        for column in (*_SCOPE_COLUMNS, "hash", "created_at", "updated_at", "valid_from",
+                       "valid_to", "expires_at", "supersedes", "memory_type"):
             yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} ({c})").format(
                 i=sql.Identifier(f"{name}_{column}"), t=t, c=sql.Identifier(column)))
         yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (fts)").format(
@@ -495,10 +524,12 @@ class PgVectorStore(PoolOwner, DrivenStore):
                 sql.SQL(
                     "INSERT INTO {t} (id, embedding, memory, hash, user_id, agent_id, run_id,"
                     " created_at, updated_at, metadata, folded, valid_from, valid_to, expires_at,"
-                    " supersedes) VALUES (%(id)s, %(embedding)s,"
+                    " supersedes, memory_type, importance, confidence, access_count,"
+                    " last_accessed_at) VALUES (%(id)s, %(embedding)s,"
                     " %(memory)s, %(hash)s, %(user_id)s, %(agent_id)s, %(run_id)s,"
                     " %(created_at)s, %(updated_at)s, %(metadata)s, %(folded)s, %(valid_from)s,"
-                    " %(valid_to)s, %(expires_at)s, %(supersedes)s)"
+                    " %(valid_to)s, %(expires_at)s, %(supersedes)s, %(memory_type)s,"
+                    " %(importance)s, %(confidence)s, %(access_count)s, %(last_accessed_at)s)"
                 ).format(t=self._table),
                 [_row_params(r) for r in records], many=True,
             )
@@ -513,7 +544,10 @@ class PgVectorStore(PoolOwner, DrivenStore):
                     " agent_id = %(agent_id)s, run_id = %(run_id)s, created_at = %(created_at)s,"
                     " updated_at = %(updated_at)s, metadata = %(metadata)s, folded = %(folded)s,"
                     " valid_from = %(valid_from)s, valid_to = %(valid_to)s,"
-                    " expires_at = %(expires_at)s, supersedes = %(supersedes)s"
+                    " expires_at = %(expires_at)s, supersedes = %(supersedes)s,"
+                    " memory_type = %(memory_type)s, importance = %(importance)s,"
+                    " confidence = %(confidence)s, access_count = %(access_count)s,"
+                    " last_accessed_at = %(last_accessed_at)s"
                     " WHERE id = %(id)s RETURNING id"
                 ).format(t=self._table),
                 _row_params(record),

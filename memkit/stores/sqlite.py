@@ -31,9 +31,19 @@ import numpy as np
 import numpy.typing as npt
 
 from memkit._errors import ConfigError, FilterError, VectorStoreError
-from memkit._filters import BUILTIN_FIELDS, And, Condition, Filter, Not, Or, check_field_name
+from memkit._filters import (
+    BUILTIN_FIELDS,
+    NUMBER_FIELDS,
+    And,
+    Condition,
+    Filter,
+    Not,
+    Or,
+    check_field_name,
+)
 from memkit.history.sqlite import SQLiteConnection, SQLiteHistory, check_identifier
 from memkit.stores.base import (
+    LIFECYCLE_FIELDS,
     TEMPORAL_FIELDS,
     Hit,
     Order,
@@ -50,8 +60,12 @@ LOWER_FUNCTION = "memkit_lower"
 _META = "memkit_collections"
 _RECORD_COLUMNS = (
     "id", "memory", "hash", "created_at", "updated_at", "user_id", "agent_id", "run_id",
-    "metadata", *TEMPORAL_FIELDS,
+    "metadata", *TEMPORAL_FIELDS, *LIFECYCLE_FIELDS,
 )
+# columns added to files written before memkit kept versions, then lifecycle fields
+_ADDED_COLUMNS = {**{k: "TEXT" for k in TEMPORAL_FIELDS}, "memory_type": "TEXT",
+                  "importance": "REAL", "confidence": "REAL", "access_count": "INTEGER",
+                  "last_accessed_at": "TEXT"}
 _SELECT = ", ".join(_RECORD_COLUMNS)
 # The change log is trimmed to its newest _LOG_KEEP entries once it exceeds _LOG_MAX.
 _LOG_MAX = 100_000
@@ -107,6 +121,16 @@ class _Column:
         return "0", []
 
 
+class _NumberColumn(_Column):
+    """A numeric built-in field: a REAL or INTEGER column, or NULL when missing."""
+
+    def text(self, template: str, params: list[Any]) -> SQL:
+        return "0", []
+
+    def number(self, template: str, params: list[Any]) -> SQL:
+        return f"({self.name} IS NOT NULL AND {template.format(v=self.name)})", params
+
+
 class _MetadataKey:
     """A key of the metadata JSON, addressed by a JSON path passed as a parameter."""
 
@@ -150,7 +174,11 @@ def _condition(cond: Condition) -> SQL:
         positive = cond.model_copy(update={"operator": "eq" if op == "ne" else "in"})
         sql, params = _condition(positive)
         return f"NOT ({sql})", params
-    field: _Field = _Column(name) if name in BUILTIN_FIELDS else _MetadataKey(name)
+    field: _Field = _MetadataKey(name)
+    if name in NUMBER_FIELDS:
+        field = _NumberColumn(name)
+    elif name in BUILTIN_FIELDS:
+        field = _Column(name)
     if op == "in":
         assert isinstance(target, tuple)
         return _in(field, target)
@@ -384,8 +412,7 @@ class SQLiteStore(VectorStore):
             f"CREATE TABLE IF NOT EXISTS {r} (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
             " id TEXT NOT NULL UNIQUE, memory TEXT NOT NULL, hash TEXT NOT NULL,"
             " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, user_id TEXT, agent_id TEXT,"
-            " run_id TEXT, metadata TEXT NOT NULL DEFAULT '{}', valid_from TEXT, valid_to TEXT,"
-            " expires_at TEXT, supersedes TEXT)",
+            " run_id TEXT, metadata TEXT NOT NULL DEFAULT '{}')",
             *(
                 f'CREATE INDEX IF NOT EXISTS "{c}_records_{s}" ON {r} ({s})'
                 for s in ("user_id", "agent_id", "run_id")
@@ -411,11 +438,11 @@ class SQLiteStore(VectorStore):
         ]
         for statement in statements:
             conn.execute(statement)
-        # files written before memkit kept versions lack the temporal columns
+        # files written before memkit kept versions (or the lifecycle) lack these columns
         present = {row[1] for row in conn.execute(f"PRAGMA table_info({r})")}
-        for column in TEMPORAL_FIELDS:
+        for column, kind in _ADDED_COLUMNS.items():
             if column not in present:
-                conn.execute(f"ALTER TABLE {r} ADD COLUMN {column} TEXT")
+                conn.execute(f"ALTER TABLE {r} ADD COLUMN {column} {kind}")
         conn.execute(f'CREATE INDEX IF NOT EXISTS "{c}_records_supersedes" ON {r} (supersedes)')
 
     @contextmanager
@@ -726,7 +753,7 @@ def _record_row(record: Record) -> tuple[Any, ...]:
     return (
         record.id, record.memory, record.hash, record.created_at, record.updated_at,
         record.user_id, record.agent_id, record.run_id, metadata,
-        *(getattr(record, k) for k in TEMPORAL_FIELDS),
+        *(getattr(record, k) for k in (*TEMPORAL_FIELDS, *LIFECYCLE_FIELDS)),
     )
 
 
@@ -735,5 +762,5 @@ def _record(row: Sequence[Any]) -> Record:
     return Record(
         id=id, memory=memory, hash=hash, created_at=created_at, updated_at=updated_at,
         user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=json.loads(metadata),
-        **dict(zip(TEMPORAL_FIELDS, row[9:], strict=True)),
+        **dict(zip((*TEMPORAL_FIELDS, *LIFECYCLE_FIELDS), row[9:], strict=True)),
     )

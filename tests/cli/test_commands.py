@@ -66,6 +66,19 @@ def test_memory_commands(tmp_path: Path) -> None:
     assert no_scope.returncode == 1 and "user_id" in no_scope.stderr
 
 
+def test_consolidate_command(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    for text in ("I like green tea", "i like green tea!", "I play chess"):
+        memkit(db, "add", text, "-u", "alice", "--no-infer")
+    dry = memkit_json(db, "consolidate", "--dry-run")
+    assert dry["dry_run"] and len(dry["clusters"]) == 1 and dry["examined"] == 3
+    assert "1 clusters among 3 memories; would merge 1" in memkit(db, "consolidate").stdout
+    assert len(memkit_json(db, "list", "-u", "alice")["results"]) == 3
+    done = memkit_json(db, "consolidate", "-u", "alice", "--apply")
+    assert not done["dry_run"] and len(done["clusters"][0]["merged"]) == 1
+    assert len(memkit_json(db, "list", "-u", "alice")["results"]) == 2
+
+
 def test_time_commands(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
     dry = memkit_json(db, "add", "Lives in Lisbon", "-u", "u", "--no-infer", "--dry-run")

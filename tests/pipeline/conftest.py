@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -69,6 +70,7 @@ def make_memory(
         store: VectorStore | None = None,
         embedder: Embedder | None = None,
         config: dict[str, Any] | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> Shell:
         nonlocal count
         count += 1
@@ -86,6 +88,7 @@ def make_memory(
             embedder=embedder if embedder is not None else HashEmbedder(),
             vector_store=store,
             history=history,
+            clock=clock,
         )
         wrapped = Shell(memory, loop)
         made.append(wrapped)

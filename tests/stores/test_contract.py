@@ -229,6 +229,8 @@ def test_wrong_vector_dimension_raises_vector_store_error(s: Driver) -> None:
 def test_insert_then_get_returns_the_record_without_vector(s: Driver) -> None:
     metadata = {"n": 3, "x": 0.5, "tags": ["a", "b"], "flag": True, "nested": {"k": "v"}}
     original = rec("m1", "User likes tea", agent_id="bot", run_id="r1", metadata=metadata)
+    original.memory_type, original.importance, original.confidence = "preference", 0.75, 0.5
+    original.access_count, original.last_accessed_at = 3, "2025-01-02T03:04:05.000006+00:00"
     s.insert([original])
     got = s.get("m1")
     assert got is not None

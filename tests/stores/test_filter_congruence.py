@@ -50,15 +50,23 @@ TEXTS = ["User likes tea", "user LIKES Tea!", "Café au lait", "naïve façade",
 SCOPES = {"user_id": ["alice", "bob", "Alice", None], "agent_id": ["x", "y", None],
           "run_id": ["r1", "r2", None]}
 PERIODS = ("valid_from", "valid_to", "expires_at")
-TIME_FIELDS = ("created_at", "updated_at", *PERIODS)
+LIFECYCLE: dict[str, list[Any]] = {
+    "memory_type": ["fact", "preference", "task", "Fact", "my own kind", "x'; --", None],
+    "importance": [0.0, 0.25, 0.5, 1.0, 1 / 3, None],
+    "confidence": [1.0, 0.05, 0.5, 0.999, None],
+    "access_count": [0, 1, 3, 1000, None],
+    "last_accessed_at": [*TIMES, None],
+}
+TIME_FIELDS = ("created_at", "updated_at", *PERIODS, "last_accessed_at")
 FIELDS = [*POOLS, "memory", "hash", "user_id", "agent_id", "run_id", *TIME_FIELDS, "supersedes",
-          "absent"]
+          *LIFECYCLE, "absent"]
 EXTRA_VALUES: list[Any] = [0, 1, -1, 2.5, "a", "", "APPLE", True, False, "zzz", "Café", "1", 10]
 
 
 def make_corpus() -> list[Record]:
     rng = random.Random(SEED)
     periods = random.Random(SEED + 1)  # its own stream: the other fields stay as they were
+    lifecycle = random.Random(SEED + 2)
     records = []
     for i in range(70):
         metadata = {k: rng.choice(pool) for k, pool in POOLS.items() if rng.random() < 0.6}
@@ -70,6 +78,7 @@ def make_corpus() -> list[Record]:
             **{k: rng.choice(v) for k, v in SCOPES.items()},
             **{k: periods.choice([*TIMES, None, None]) for k in PERIODS},
             supersedes=periods.choice([None, None, f"r{periods.randrange(70):03}"]),
+            **{k: lifecycle.choice(v) for k, v in LIFECYCLE.items()},
         ))
     return records
 
@@ -85,6 +94,8 @@ def _values(field: str) -> list[Any]:
         return [v for v in found if isinstance(v, str | int | float)] + EXTRA_VALUES
     if field in TIME_FIELDS:
         return TIMES
+    if field in LIFECYCLE:
+        return [v for v in LIFECYCLE[field] if v is not None] + EXTRA_VALUES
     if field == "supersedes":
         return ["r000", "r001", "r010", "r042", "r0", "R001"]
     if field == "memory":

@@ -1,0 +1,253 @@
+"""The memory lifecycle: types, importance, confidence that decays and is reinforced.
+
+A record stores ``confidence`` as of its anchor, its last access
+(``last_accessed_at``) or else its last change (``updated_at``); missing means
+1.0. Read at ``now``, its effective confidence is::
+
+    confidence * 0.5 ** ((now - anchor) / half_life)
+
+with the half-life of its ``memory_type`` (``None``: it never decays). A search
+hit reinforces it: the effective confidence at the access plus ``step`` (0.1),
+capped at 1.0, becomes the stored confidence and the access its new anchor.
+Accesses are buffered (:class:`AccessLog`) and written together, one
+transaction per scope, by :func:`flush_flow`.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from memkit._errors import MemkitError
+from memkit._filters import Condition, Filter, all_of
+from memkit._models import DeleteResult, HistoryRecord
+from memkit._pipeline.apply import apply, scan
+from memkit._pipeline.effects import Flow, NoteAccess, TakeAccesses, Transaction, Update, WriteFlow
+from memkit._pipeline.versions import end, valid_at
+from memkit._text import bad_code_point
+from memkit._time import to_datetime
+from memkit.stores.base import Hit, Record, WriteBatch
+
+MEMORY_TYPES = ("observation", "decision", "learning", "error", "pattern", "preference", "fact",
+                "procedure", "task")
+"""The built-in memory types; a caller may use a word of its own."""
+
+DAY_SECONDS = 86_400.0
+DEFAULT_HALF_LIVES: Mapping[str, float | None] = {
+    "observation": 7.0, "error": 30.0, "decision": 90.0, "learning": 90.0, "pattern": 180.0,
+    "preference": 180.0, "fact": None, "procedure": None, "task": None,
+}
+"""Days for the confidence to halve, per built-in type; ``None`` never decays."""
+DEFAULT_HALF_LIFE = 30.0
+"""Days, for memories without a type or of a caller's own type."""
+MAX_TYPE_CHARS = 64
+
+
+def memory_type_of(value: object) -> str:
+    """A memory type: a built-in one (any case) or the caller's own word, 1-64 characters."""
+    if not isinstance(value, str) or not value.strip():
+        raise MemkitError(f"memory_type must be a non-empty string, got {value!r}"[:300])
+    text = value.strip()
+    problem = bad_code_point(text)
+    if problem is not None or len(text) > MAX_TYPE_CHARS or any(c.isspace() and c != " "
+                                                                  for c in text):
+        raise MemkitError(f"memory_type {problem or 'must be one line of at most 64 characters'}")
+    return text.lower() if text.lower() in MEMORY_TYPES else text
+
+
+def confidence_of(value: object, what: str) -> float:
+    """A number in [0, 1] (an importance, a confidence)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise MemkitError(f"{what} must be a number from 0 to 1, got {value!r}"[:300])
+    return float(value)
+
+
+def importance_of(value: object) -> float:
+    return confidence_of(value, "importance")
+
+
+@dataclass(frozen=True, slots=True)
+class Lifecycle:
+    """How confidence decays and is reinforced (``MemoryConfig.lifecycle``)."""
+
+    decay: bool = False
+    half_lives: Mapping[str, float | None] = field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
+    default_half_life: float | None = DEFAULT_HALF_LIFE
+    reinforce: bool = False
+    step: float = 0.1
+
+    def half_life(self, memory_type: str | None) -> float | None:
+        """Days, or ``None`` for a type that never decays."""
+        if memory_type is not None and memory_type in self.half_lives:
+            return self.half_lives[memory_type]
+        return self.default_half_life
+
+    def confidence(self, record: Record, now: str) -> float:
+        """The record's confidence at ``now``: decayed since its anchor when decay is on."""
+        stored = 1.0 if record.confidence is None else record.confidence
+        days = self.half_life(record.memory_type)
+        if not self.decay or days is None:
+            return stored
+        anchor = record.last_accessed_at or record.updated_at
+        elapsed = (to_datetime(now) - to_datetime(anchor)).total_seconds()
+        if elapsed <= 0:
+            return stored
+        return float(stored * 0.5 ** (elapsed / (days * DAY_SECONDS)))
+
+    def reinforced(self, record: Record, hits: int, at: str) -> Record:
+        """The record after ``hits`` accesses, the last at ``at``."""
+        boosted = min(1.0, self.confidence(record, at) + self.step * hits)
+        last = max(at, record.last_accessed_at or at)
+        return replace(record, confidence=round(boosted, 9), last_accessed_at=last,
+                       access_count=(record.access_count or 0) + hits, vector=None)
+
+
+def rank(hits: Sequence[Hit], lifecycle: Lifecycle, now: str,
+         min_confidence: float | None) -> list[tuple[Hit, float]]:
+    """Hits with their confidence at ``now``, best first: with decay on, scored by
+    relevance x confidence; below ``min_confidence`` dropped."""
+    out: list[tuple[Hit, float]] = []
+    for hit in hits:
+        confidence = lifecycle.confidence(hit.record, now)
+        if min_confidence is not None and confidence < min_confidence:
+            continue
+        score = hit.score * confidence if lifecycle.decay else hit.score
+        out.append((Hit(hit.record, score), confidence))
+    out.sort(key=lambda pair: -pair[0].score)
+    return out
+
+
+def scope_key(record: Record) -> Filter | None:
+    """The record's scope as a filter (what adds to that scope lock on)."""
+    return all_of(*(Condition(field=name, operator="eq", value=value)
+                    for name, value in (("user_id", record.user_id),
+                                        ("agent_id", record.agent_id), ("run_id", record.run_id))
+                    if value is not None))
+
+
+@dataclass(slots=True)
+class Access:
+    """Buffered accesses of one record: its scope and hash (to find it again), how many, when."""
+
+    scope: Filter | None
+    hash: str
+    hits: int
+    last: str
+
+
+class AccessLog:
+    """Accesses not yet written; shared by the sync and the async callers of one memory."""
+
+    def __init__(self, flush_every: int) -> None:
+        self.flush_every = flush_every
+        self._pending: dict[str, Access] = {}
+        self._lock = threading.Lock()
+
+    def note(self, records: list[Record], at: str) -> bool:
+        """Record one access of each record at ``at``; whether a flush is due."""
+        with self._lock:
+            for record in records:
+                seen = self._pending.get(record.id)
+                if seen is None:
+                    self._pending[record.id] = Access(scope_key(record), record.hash, 1, at)
+                else:
+                    seen.hits += 1
+                    seen.last = max(seen.last, at)
+            return len(self._pending) >= self.flush_every
+
+    def take(self) -> dict[str, Access]:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        return pending
+
+
+class AddCounts:
+    """Memories added per scope since its last automatic consolidation."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, key: str, count: int, every: int) -> bool:
+        with self._lock:
+            total = self._counts.get(key, 0) + count
+            self._counts[key] = 0 if total >= every else total
+            return total >= every
+
+
+def note_flow(records: list[Record], at: str, lifecycle: Lifecycle) -> Flow[None]:
+    """Note accesses of ``records``; write the buffer when it is full."""
+    if not lifecycle.reinforce or not records:
+        return
+    due: bool = yield NoteAccess(tuple(records), at)
+    if due:
+        yield from flush_flow(lifecycle)
+
+
+def flush_flow(lifecycle: Lifecycle) -> Flow[int]:
+    """Write the buffered accesses: one transaction per scope. Returns records reinforced.
+
+    Each record is read again inside the transaction, so a concurrent change of it is
+    kept; a record whose text changed since its access (or that is gone) is skipped.
+    """
+    pending: dict[str, Access] = yield TakeAccesses()
+    groups: dict[str, dict[str, Access]] = {}
+    for record_id, access in pending.items():
+        key = "" if access.scope is None else access.scope.model_dump_json()
+        groups.setdefault(key, {})[record_id] = access
+    written = 0
+    for key, accesses in groups.items():
+        written += yield Transaction(key, _reinforce(accesses, lifecycle))
+    return written
+
+
+def _reinforce(accesses: dict[str, Access], lifecycle: Lifecycle) -> WriteFlow[int]:
+    first = next(iter(accesses.values()))
+    hashes = Condition(field="hash", operator="in", value=tuple(sorted({a.hash for a in
+                                                                         accesses.values()})))
+    found: list[Record] = yield from scan(all_of(first.scope, hashes))
+    updates = tuple(lifecycle.reinforced(r, accesses[r.id].hits, accesses[r.id].last)
+                    for r in found if r.id in accesses and r.hash == accesses[r.id].hash)
+    if updates:
+        yield Update(updates)
+    return len(updates)
+
+
+def lifecycle_fields(memory_type: object = None, importance: object = None) -> dict[str, Any]:
+    """The caller's ``memory_type`` and ``importance``, checked; absent ones left out."""
+    out: dict[str, Any] = {}
+    if memory_type is not None:
+        out["memory_type"] = memory_type_of(memory_type)
+    if importance is not None:
+        out["importance"] = importance_of(importance)
+    return out
+
+
+def prune_flow(selection: Filter | None, below: float, dry_run: bool, now: str,
+               lifecycle: Lifecycle) -> Flow[DeleteResult]:
+    """End the validity of current memories whose confidence at ``now`` is below ``below``
+    (a DELETE event each; they stay readable as past versions). ``dry_run``: report only."""
+    threshold = confidence_of(below, "below")
+    yield from flush_flow(lifecycle)
+    current = all_of(selection, valid_at(now, include_expired=True))
+    weak = [r for r in (yield from scan(current)) if lifecycle.confidence(r, now) < threshold]
+    events = [r.to_event("DELETE", old=r.memory) for r in weak]
+    if dry_run or not weak:
+        return DeleteResult(results=events)
+    groups: dict[str, list[Record]] = {}
+    for record in weak:
+        key = scope_key(record)
+        groups.setdefault("" if key is None else key.model_dump_json(), []).append(record)
+    for records in groups.values():
+        rows = [HistoryRecord(
+            id=str(uuid.uuid4()), memory_id=r.id, event="DELETE", old_value=r.memory,
+            timestamp=to_datetime(now), is_deleted=True, user_id=r.user_id, agent_id=r.agent_id,
+            run_id=r.run_id) for r in records]
+        yield from apply(WriteBatch(updates=[end(r, now) for r in records], history=rows,
+                                    dedup_scope=scope_key(records[0])))
+    return DeleteResult(results=events)

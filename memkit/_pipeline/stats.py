@@ -1,0 +1,58 @@
+"""Statistics of a scope's memories, read in one pass over its records."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from memkit._filters import Filter
+from memkit._models import MemoryStats
+from memkit._pipeline.apply import scan
+from memkit._pipeline.effects import Flow
+from memkit._pipeline.lifecycle import Lifecycle, flush_flow
+from memkit._pipeline.versions import is_valid
+from memkit.stores.base import Record
+
+BINS = 10
+MOST_ACCESSED = 10
+
+
+def stats_flow(selection: Filter | None, now: str, lifecycle: Lifecycle) -> Flow[MemoryStats]:
+    """Counts by type (current memories) and by state, growth per day, the confidence
+    histogram (ten bins over [0, 1]) and the most accessed memories."""
+    yield from flush_flow(lifecycle)
+    records: list[Record] = yield from scan(selection)
+    replaced = {r.supersedes for r in records if r.supersedes is not None}
+    states: Counter[str] = Counter()
+    types: Counter[str] = Counter()
+    growth: Counter[str] = Counter()
+    histogram = [0] * BINS
+    current: list[Record] = []
+    for record in records:
+        state = _state(record, now, replaced)
+        states[state] += 1
+        if state != "superseded":  # a past version is not a memory of its own
+            growth[record.created_at[:10]] += 1
+        if state == "current":
+            current.append(record)
+            types[record.memory_type or "untyped"] += 1
+            confidence = lifecycle.confidence(record, now)
+            histogram[min(BINS - 1, int(confidence * BINS))] += 1
+    accessed = sorted((r for r in current if r.access_count),
+                      key=lambda r: (-(r.access_count or 0), r.id))[:MOST_ACCESSED]
+    return MemoryStats(
+        memories=len(current), by_type=dict(types.most_common()),
+        by_state={s: states[s] for s in ("current", "superseded", "deleted", "expired",
+                                         "future")},
+        growth=dict(sorted(growth.items())), confidence_histogram=histogram,
+        most_accessed=[r.to_item(confidence=lifecycle.confidence(r, now)) for r in accessed],
+        decay=lifecycle.decay)
+
+
+def _state(record: Record, now: str, replaced: set[str]) -> str:
+    if record.valid_to is not None and record.valid_to <= now:
+        return "superseded" if record.id in replaced else "deleted"
+    if record.valid_from is not None and record.valid_from > now:
+        return "future"
+    if not is_valid(record, now):
+        return "expired"
+    return "current"

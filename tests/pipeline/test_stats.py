@@ -1,0 +1,43 @@
+"""Memory.stats through Memory and AsyncMemory, on every store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from tests.pipeline.conftest import MakeMemory
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2025, 3, 1, 12, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_stats_count_types_states_growth_confidence_and_accesses(make_memory: MakeMemory) -> None:
+    clock = Clock()
+    m = make_memory(config={"lifecycle": {"decay": True, "flush_every": 100}}, clock=clock)
+    tea = m.add("User likes tea", user_id="u", infer=False, memory_type="preference").results[0]
+    m.add("User fixed the build", user_id="u", infer=False, memory_type="error")
+    clock.now += timedelta(days=1)
+    gone = m.add("User owns a kite", user_id="u", infer=False).results[0]
+    m.update(tea.id, "User likes green tea")
+    m.delete(gone.id)
+    m.add("User is on holiday", user_id="u", infer=False,
+          expires_at=clock.now + timedelta(hours=1))
+    m.add("Someone else", user_id="other", infer=False)
+    for _ in range(2):
+        m.search("green tea", user_id="u", limit=1)
+    clock.now += timedelta(days=30)
+
+    stats = m.stats(user_id="u")
+    assert stats.memories == 2 and stats.decay
+    assert stats.by_type == {"preference": 1, "error": 1}
+    assert stats.by_state == {"current": 2, "superseded": 1, "deleted": 1, "expired": 1,
+                              "future": 0}
+    assert stats.growth == {"2025-03-01": 2, "2025-03-02": 2}
+    assert sum(stats.confidence_histogram) == 2
+    assert stats.confidence_histogram[4] == 1  # the error: 31 days, half-life 30 -> 0.49
+    assert [(i.id, i.access_count) for i in stats.most_accessed] == [(tea.id, 2)]
+    assert m.stats().memories == 3  # the whole store
