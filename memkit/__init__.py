@@ -28,7 +28,10 @@ if TYPE_CHECKING:
     from memkit._models import (
         AddResult,
         DeleteResult,
+        EntityGraph,
         ExportedMemory,
+        GraphEntity,
+        GraphRelation,
         HistoryList,
         HistoryRecord,
         ImportResult,
@@ -46,7 +49,8 @@ _LAZY = {
     "MemoryConfig": "memkit._config",
     "AddResult": "memkit._models", "HistoryList": "memkit._models", "HistoryRecord": "memkit._models",
     "DeleteResult": "memkit._models", "ExportedMemory": "memkit._models",
-    "ImportResult": "memkit._models",
+    "ImportResult": "memkit._models", "EntityGraph": "memkit._models",
+    "GraphEntity": "memkit._models", "GraphRelation": "memkit._models",
     "MemoryEvent": "memkit._models", "MemoryItem": "memkit._models",
     "OperationError": "memkit._models", "SearchResult": "memkit._models", "Usage": "memkit._models",
     "And": "memkit._filters", "Condition": "memkit._filters", "Filter": "memkit._filters",
@@ -55,7 +59,8 @@ _LAZY = {
 
 __all__ = [
     "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "ConflictError",
-    "DeleteResult", "EmbeddingError", "ExportedMemory", "Filter", "FilterError", "HistoryList",
+    "DeleteResult", "EmbeddingError", "EntityGraph", "ExportedMemory", "Filter", "FilterError",
+    "GraphEntity", "GraphRelation", "HistoryList",
     "HistoryRecord", "ImportResult", "LLMError", "MemkitError", "Memory", "MemoryConfig",
     "MemoryEvent", "MemoryItem", "Not", "NotFoundError", "OperationError", "Or", "ScopeError",
     "SearchResult", "Usage", "VectorStoreError", "__version__", "parse_filter",
