@@ -44,6 +44,19 @@ class HistoryConfig(_Section):
     config: dict[str, Any] = Field(default_factory=dict)
 
 
+class GraphStoreConfig(_Section):
+    """``provider``: sqlite (with a sqlite vector store and no ``path``: in its file, in the
+    same transactions), postgres (with pgvector on the same DSN: in its transactions) or
+    neo4j; ``config``: the graph store's arguments. ``search_depth``: hops
+    ``search(graph=True)`` walks from the entities a query names; ``entity_threshold``:
+    the name-embedding cosine at which a new name merges into an existing entity."""
+
+    provider: str = "sqlite"
+    config: dict[str, Any] = Field(default_factory=dict)
+    search_depth: int = Field(default=2, ge=1, le=3)
+    entity_threshold: float = Field(default=0.85, gt=0, le=1)
+
+
 class CustomPrompts(_Section):
     fact_extraction: str | None = None
     update_decision: str | None = None
@@ -98,6 +111,8 @@ class MemoryConfig(_Section):
     search: SearchConfig = Field(default_factory=SearchConfig)
     lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)
     candidates_per_fact: int = Field(default=5, ge=1, le=50)
+    graph_store: GraphStoreConfig | None = None
+    """Graph memory: entities and relations beside the memories (off when None)."""
     on_error: Literal["raise", "degrade"] = "raise"
     """What ``add`` does when the LLM or the embedder fails: raise (the default), or
     "degrade": return what could be done, with every failure in ``AddResult.errors``."""
@@ -107,7 +122,7 @@ class MemoryConfig(_Section):
     def _from_mem0(cls, value: Any) -> Any:
         return translate(value) if isinstance(value, dict) else value
 
-    @field_validator("llm", "embedder", "vector_store", mode="before")
+    @field_validator("llm", "embedder", "vector_store", "graph_store", mode="before")
     @classmethod
     def _provider_string(cls, value: Any) -> Any:
         return {"provider": value} if isinstance(value, str) else value

@@ -64,8 +64,8 @@ def translate(config: Mapping[str, Any]) -> dict[str, Any]:
     version = config.get("version", "v1.1")
     if version not in VERSIONS:
         raise ConfigError(f"version: memkit returns mem0's v1.1 shape ({{'results': [...]}}), not {version!r}")
-    if config.get("enable_graph"):
-        raise ConfigError("enable_graph: memkit has no graph memory")
+    if config.get("enable_graph") and not config.get("graph_store"):
+        raise ConfigError("enable_graph: give graph_store too (provider sqlite, postgres or neo4j)")
     if config.get("reranker") is not None:
         raise ConfigError("reranker: memkit has no reranker stage; its hybrid search "
                           "(config search.mode) fuses vector and keyword ranks instead")

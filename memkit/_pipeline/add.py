@@ -17,10 +17,27 @@ from memkit._pipeline import prompts
 from memkit._pipeline.apply import apply, duplicates
 from memkit._pipeline.context import is_dialogue, with_neighbours, with_previous
 from memkit._pipeline.effects import Complete, Embed, Flow, Search
+from memkit._pipeline.graph import (
+    GraphOutcome,
+    GraphPlan,
+    GraphSettings,
+    apply_with_graph,
+    embed_names,
+    plan_graph,
+    relation_model,
+)
 from memkit._pipeline.inputs import Scope, text_hash
-from memkit._pipeline.parsing import Decision, Fact, ParseError, parse_decisions, parse_fact_items
+from memkit._pipeline.parsing import (
+    Decision,
+    Fact,
+    ParseError,
+    parse_decisions,
+    parse_extraction,
+    parse_fact_items,
+)
 from memkit._pipeline.versions import end, revise, valid_at
 from memkit._time import to_datetime
+from memkit.graph.base import GraphScope
 from memkit.llms.base import LLMRequest, Message
 from memkit.stores.base import Record, Vector, WriteBatch
 
@@ -46,6 +63,8 @@ class AddRequest:
     dry_run: bool = False
     #: the caller's ``memory_type`` and ``importance``, over what extraction says
     lifecycle: dict[str, Any] = field(default_factory=dict)
+    #: with a graph store: relations come with the facts and are written with the memories
+    graph: GraphSettings | None = None
 
 
 @dataclass(slots=True)
@@ -106,9 +125,22 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
         return AddResult()
     today = to_datetime(req.timestamp).date().isoformat()
     custom = req.prompt if req.prompt is not None else req.extraction_prompt
-    extraction = LLMRequest(prompts.extraction_messages(conversation, today, custom),
-                            prompts.FACTS_SCHEMA, "facts", "extraction")
-    items, usage = yield from _ask(req, extraction, parse_fact_items, usage, errors, "extraction")
+    graph: GraphPlan | None = None
+    items: list[Fact]
+    if req.graph is not None:
+        extraction = LLMRequest(prompts.extraction_messages(conversation, today, custom, True),
+                                prompts.FACTS_AND_RELATIONS_SCHEMA, "facts", "extraction")
+        extracted, usage = yield from _ask(req, extraction, parse_extraction, usage, errors,
+                                           "extraction")
+        items, triples = extracted or ([], [])
+        scope = GraphScope(req.scope.user_id, req.scope.agent_id, req.scope.run_id)
+        graph = plan_graph(scope, req.timestamp, req.graph, triples, errors)
+    else:
+        extraction = LLMRequest(prompts.extraction_messages(conversation, today, custom),
+                                prompts.FACTS_SCHEMA, "facts", "extraction")
+        found, usage = yield from _ask(req, extraction, parse_fact_items, usage, errors,
+                                       "extraction")
+        items = found or []
     if not items:
         return AddResult(usage=usage, errors=errors)
     kinds = _kinds(items, errors)
@@ -167,8 +199,12 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
             past.vector = row
         if any(row is None for row in rows):
             _drop_unembedded(plan)
-    results = yield from _apply(plan)
-    return AddResult(results=results, usage=usage, errors=errors)
+    if not req.dry_run:
+        yield from embed_names(graph)
+    results, outcome = yield from _apply(plan, graph)
+    return AddResult(results=results, usage=usage, errors=[*errors, *outcome.errors],
+                     relations=[relation_model(r) for r in outcome.added],
+                     closed_relations=[relation_model(r) for r in outcome.closed])
 
 
 def _kinds(facts: list[Fact], errors: list[OperationError]) -> dict[str, dict[str, Any]]:
@@ -372,17 +408,23 @@ def _names_another(old: str | None, target: Record, existing: list[Record]) -> s
     return None
 
 
-def _apply(plan: _Plan) -> Flow[list[MemoryEvent]]:
-    """Apply the batch; adds a concurrent writer beat us to become NONE events of the winner.
+def _apply(plan: _Plan, graph: GraphPlan | None = None,
+           ) -> Flow[tuple[list[MemoryEvent], GraphOutcome]]:
+    """Apply the batch (and the graph writes); adds a concurrent writer beat us to become
+    NONE events of the winner.
 
     A dry run applies nothing: it only reads which adds would be duplicates.
     """
+    outcome = GraphOutcome()
     if plan.request.dry_run:
         winners = yield from duplicates(plan.batch)
+    elif graph is not None:
+        applied, outcome = yield from apply_with_graph(plan.batch, graph, plan.events)
+        winners = applied.winners
     else:
         winners = (yield from apply(plan.batch)).winners
     if not winners:
-        return plan.events
+        return plan.events, outcome
     events: list[MemoryEvent] = []
     for event in plan.events:
         winner = winners.get(event.id) if event.event == "ADD" else None
@@ -391,7 +433,7 @@ def _apply(plan: _Plan) -> Flow[list[MemoryEvent]]:
                 continue
             event = winner.to_event("NONE")
         events.append(event)
-    return events
+    return events, outcome
 
 
 def _add_verbatim(req: AddRequest) -> Flow[AddResult]:
@@ -417,5 +459,5 @@ def _add_verbatim(req: AddRequest) -> Flow[AddResult]:
         if "name" in message:
             metadata["name"] = message["name"]
         plan.add(message["content"], vector, metadata, message["role"], message.get("name"))
-    results = yield from _apply(plan)
+    results, _ = yield from _apply(plan)
     return AddResult(results=results, errors=plan.errors)

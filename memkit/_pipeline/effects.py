@@ -8,7 +8,7 @@ inside the store's transaction.
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
 from memkit._filters import Filter
@@ -89,6 +89,16 @@ class ReadEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class GraphCall:
+    """-> what the graph store's ``method`` returns (also a write effect: inside a
+    transaction it runs there when the graph shares the store's file or database)"""
+
+    method: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class ResetStore:
     """-> None"""
 
@@ -155,9 +165,9 @@ class AppendHistory:
 Effect: TypeAlias = (
     Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction | ReadHistory
     | ReadEvent | ResetStore | ResetHistory | NoteAccess | TakeAccesses
-    | CountAdds
+    | CountAdds | GraphCall
 )
-WriteEffect: TypeAlias = ListRecords | Insert | Update | Delete | AppendHistory
+WriteEffect: TypeAlias = ListRecords | Insert | Update | Delete | AppendHistory | GraphCall
 T = TypeVar("T")
 Flow: TypeAlias = Generator[Effect, Any, T]
 WriteFlow: TypeAlias = Generator[WriteEffect, Any, T]

@@ -300,3 +300,44 @@ def _storable(value: Any) -> Any:
     ):
         return repr(value)
     return value
+
+
+class Triple(BaseModel):
+    """One relation the extraction answer stated."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    source: str
+    relation: str
+    target: str
+    source_type: str = "unknown"
+    target_type: str = "unknown"
+
+    @field_validator("source_type", "target_type", mode="before")
+    @classmethod
+    def _type(cls, value: Any) -> Any:
+        return "unknown" if value is None else value
+
+    @field_validator("source", "relation", "target", "source_type", "target_type")
+    @classmethod
+    def _clean(cls, value: str) -> str:
+        return clean(value)
+
+
+def parse_extraction(text: str, checked: int = 100) -> tuple[list[Fact], list[Triple | dict[str, Any]]]:
+    """Facts and relations from one extraction answer (the first ``checked`` relations
+    validated; the rest are only counted). Relations that fail validation come back as
+    raw dicts; a missing ``relations`` key is no relations. Raises ParseError."""
+    facts = parse_fact_items(text)
+    value = load_json(text)
+    raw = value.get("relations") if isinstance(value, dict) else None
+    if not isinstance(raw, list):
+        return facts, []
+    out: list[Triple | dict[str, Any]] = []
+    for item in raw[:checked]:
+        try:
+            out.append(Triple.model_validate(item))
+        except ValidationError:
+            out.append(_storable(item) if isinstance(item, dict) else {"value": _storable(item)})
+    out.extend({} for _ in raw[checked:])
+    return facts, out

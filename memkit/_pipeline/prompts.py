@@ -38,6 +38,23 @@ REPAIR = """\
 Your previous answer was not valid JSON of the requested shape ({problem}). \
 Answer again with the same content as valid JSON only, no prose, no code fences."""
 
+GRAPH_EXTRACTION = """
+Also list the relations between named things the facts state, as \
+{"source": "<name>", "source_type": "<person|organization|place|...>", \
+"relation": "<verb phrase, e.g. works_at>", "target": "<name>", "target_type": "..."}; \
+call the user "user" unless named. Answer with JSON only: {"facts": [...], "relations": [...]}"""
+
+_RELATION_ITEM = {
+    "type": "object",
+    "properties": {
+        "source": {"type": "string"}, "source_type": {"type": "string"},
+        "relation": {"type": "string"},
+        "target": {"type": "string"}, "target_type": {"type": "string"},
+    },
+    "required": ["source", "source_type", "relation", "target", "target_type"],
+    "additionalProperties": False,
+}
+
 FACTS_SCHEMA = {
     "type": "object",
     "properties": {"facts": {"type": "array", "items": {
@@ -51,6 +68,16 @@ FACTS_SCHEMA = {
         "additionalProperties": False,
     }}},
     "required": ["facts"],
+    "additionalProperties": False,
+}
+
+FACTS_AND_RELATIONS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "facts": {"type": "array", "items": {"type": "string"}},
+        "relations": {"type": "array", "items": _RELATION_ITEM},
+    },
+    "required": ["facts", "relations"],
     "additionalProperties": False,
 }
 
@@ -78,10 +105,12 @@ DECISIONS_SCHEMA = {
 
 
 def extraction_messages(
-    conversation: Sequence[Message], today: str, custom: str | None
+    conversation: Sequence[Message], today: str, custom: str | None, graph: bool = False
 ) -> list[Message]:
     system = custom if custom is not None else FACT_EXTRACTION.format(
         today=today, types=", ".join(MEMORY_TYPES))
+    if graph:
+        system += GRAPH_EXTRACTION
     lines = []
     for message in conversation:
         speaker = message["role"]

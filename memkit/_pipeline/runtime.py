@@ -16,7 +16,7 @@ from typing import Any, Generic, ParamSpec, TypeVar
 
 import numpy as np
 
-from memkit._errors import MemkitError, VectorStoreError
+from memkit._errors import ConfigError, MemkitError, VectorStoreError
 from memkit._pipeline.apply import Applied, transaction
 from memkit._pipeline.effects import (
     AppendHistory,
@@ -27,6 +27,7 @@ from memkit._pipeline.effects import (
     Embed,
     Flow,
     Get,
+    GraphCall,
     Insert,
     KeywordSearch,
     ListRecords,
@@ -43,6 +44,7 @@ from memkit._pipeline.effects import (
 )
 from memkit._pipeline.lifecycle import AccessLog, AddCounts
 from memkit.embeddings.base import Embedder, Matrix, normalise
+from memkit.graph.base import GraphStore
 from memkit.history.base import HistoryStore
 from memkit.llms.base import LLM
 from memkit.stores.base import VectorStore, WriteBatch, Writer
@@ -70,7 +72,8 @@ class Runtime:
     """The components a flow's effects run against."""
 
     def __init__(
-        self, llm: LLM, embedder: Embedder, store: VectorStore, history: HistoryStore
+        self, llm: LLM, embedder: Embedder, store: VectorStore, history: HistoryStore,
+        graph: GraphStore | None = None,
     ) -> None:
         self.llm = llm
         self.embedder = embedder
@@ -80,6 +83,7 @@ class Runtime:
         self.accesses = AccessLog(flush_every=64)
         #: memories added per scope, for automatic consolidation
         self.adds = AddCounts()
+        self.graph = graph
         self._opened = False
         self._open_lock = threading.Lock()
         self._aopen_lock: asyncio.Lock | None = None
@@ -97,7 +101,7 @@ class Runtime:
                 return _local(self.accesses.take)
             case CountAdds(key, count, every):
                 return _local(lambda: self.adds.add(key, count, every))
-        return store_job(effect, self.store, self.history, self.store)
+        return store_job(effect, self.store, self.history, self.store, self.graph)
 
     # -- sync ------------------------------------------------------------
     def run(self, flow: Flow[T]) -> T:
@@ -106,7 +110,7 @@ class Runtime:
     def _handle(self, effect: Effect) -> Any:
         if isinstance(effect, Transaction):
             self._open()
-            return transact(self.store, self.history, effect)
+            return transact(self.store, self.history, effect, self.graph)
         task = self._job(effect)
         if not task.store:
             return task.call()
@@ -119,11 +123,14 @@ class Runtime:
             with self._open_lock:
                 if not self._opened:
                     self.store.open(self.embedder.dimension, self.embedder.model_name)
+                    if self.graph is not None:
+                        self.graph.open()
                     self._opened = True
 
     def close(self) -> None:
-        for part in (self.store, self.history, self.embedder, self.llm):
-            part.close()
+        for part in (self.graph, self.store, self.history, self.embedder, self.llm):
+            if part is not None:
+                part.close()
 
     # -- async -----------------------------------------------------------
     async def arun(self, flow: Flow[T]) -> T:
@@ -142,7 +149,7 @@ class Runtime:
     async def _ahandle(self, effect: Effect) -> Any:
         if isinstance(effect, Transaction):
             await self._aopen()
-            return await atransact(self.store, self.history, effect)
+            return await atransact(self.store, self.history, effect, self.graph)
         task = self._job(effect)
         if not task.store:
             return await task.acall()
@@ -160,9 +167,13 @@ class Runtime:
         async with self._aopen_lock:
             if not self._opened:
                 await self.store.aopen(self.embedder.dimension, self.embedder.model_name)
+                if self.graph is not None:
+                    await self.graph.aopen()
                 self._opened = True
 
     async def aclose(self) -> None:
+        if self.graph is not None:
+            await self.graph.aclose()
         await self.store.aclose()
         await self.history.aclose()
         await asyncio.to_thread(self.embedder.close)
@@ -192,10 +203,16 @@ def _local(call: Callable[[], T]) -> Job[T]:
 
 
 def store_job(effect: Effect | WriteEffect, store: VectorStore, history: HistoryStore,
-              writer: Writer) -> Job[Any]:
-    """The table: what each store or history effect calls. ``writer`` is the store, or the
-    transaction a write flow runs in."""
+              writer: Writer, graph: GraphStore | None = None) -> Job[Any]:
+    """The table: what each store, history or graph effect calls. ``writer`` is the store,
+    or the transaction a write flow runs in (which a graph sharing the store's file or
+    database joins)."""
     match effect:
+        case GraphCall(method, args, kwargs):
+            if graph is None:
+                raise ConfigError("no graph store is configured (graph_store=...)")
+            target = graph.bound(writer) if writer is not store and graph.joins(store) else graph
+            return job(getattr(target, method), getattr(target, "a" + method), *args, **kwargs)
         case Search(vector, limit, filter):
             return job(store.search, store.asearch, vector, limit, filter)
         case KeywordSearch(text, limit, filter):
@@ -223,18 +240,20 @@ def store_job(effect: Effect | WriteEffect, store: VectorStore, history: History
     raise TypeError(f"unknown effect {effect!r}")
 
 
-def transact(store: VectorStore, history: HistoryStore, effect: Transaction) -> Any:
+def transact(store: VectorStore, history: HistoryStore, effect: Transaction,
+             graph: GraphStore | None = None) -> Any:
     """Run a write flow inside the store's transaction, with blocking calls."""
     with _store_errors(), store.transaction(effect.key) as writer:
-        return _drive(effect.flow, lambda e: store_job(e, store, history, writer).call())
+        return _drive(effect.flow, lambda e: store_job(e, store, history, writer, graph).call())
 
 
-async def atransact(store: VectorStore, history: HistoryStore, effect: Transaction) -> Any:
+async def atransact(store: VectorStore, history: HistoryStore, effect: Transaction,
+                    graph: GraphStore | None = None) -> Any:
     """Run a write flow inside the store's transaction, with awaits where the store is
     natively async; otherwise the whole transaction runs in one worker thread (its lock
     or connection belongs to that thread from the first statement to the commit)."""
     if not store.native_async:
-        return await asyncio.to_thread(transact, store, history, effect)
+        return await asyncio.to_thread(transact, store, history, effect, graph)
     with _store_errors():
         async with store.atransaction(effect.key) as writer:
             flow, result = effect.flow, None
@@ -243,7 +262,7 @@ async def atransact(store: VectorStore, history: HistoryStore, effect: Transacti
                     write = flow.send(result)
                 except StopIteration as stop:
                     return stop.value
-                result = await store_job(write, store, history, writer).acall()
+                result = await store_job(write, store, history, writer, graph).acall()
 
 
 def _drive(flow: Generator[Any, Any, T], handle: Callable[[Any], Any]) -> T:

@@ -7,8 +7,10 @@ def main() -> None:
     """Entry point of the ``memkit`` console script."""
     try:
         from memkit.cli._app import app
+        from memkit.cli._graph import graph_app
     except ImportError as exc:  # typer or rich missing
         raise SystemExit(f"{exc}; install the CLI with: pip install 'memkit-ai[server]'") from None
+    app.add_typer(graph_app, name="graph")
     try:
         app()
     except ImportError as exc:  # an optional piece a command needs; its message names the extra

@@ -70,4 +70,8 @@ def create_server(
                                       idempotent_hint=True if spec.idempotent else None)
         server.add_tool(_mcp_tool(spec, tools), name=spec.name, description=spec.description,
                         annotations=annotations)
+    if memory.graph_store is not None:
+        from memkit.mcp._graph_tools import add_graph_tools
+
+        add_graph_tools(server, memory, fallback)
     return server

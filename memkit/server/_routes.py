@@ -196,7 +196,7 @@ async def search_post(body: SearchBody, grant: Auth, mem: Mem) -> SearchResult:
         grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
     return await mem.search(body.query, **scope, limit=body.limit, filters=body.filters,
                             threshold=body.threshold, mode=body.mode, as_of=body.as_of,
-                            include_expired=body.include_expired)
+                            include_expired=body.include_expired, graph=body.graph)
 
 
 @router.get("/memories/{memory_id}/", response_model=MemoryItem, summary="Get a memory")

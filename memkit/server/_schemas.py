@@ -58,6 +58,7 @@ class SearchBody(_Body):
     mode: SearchMode | None = None
     as_of: datetime | None = Field(None, description="Search what was valid then (default: now).")
     include_expired: bool = False
+    graph: bool | None = None  # graph expansion; default: on when a graph store is configured
 
 
 class UpdateBody(_Body):

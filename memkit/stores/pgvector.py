@@ -704,6 +704,13 @@ class _Transaction:
         assert self._aconn is not None
         return await adrive(self._aconn, op)
 
+    def run(self, op: Op[T]) -> T:
+        """Run ``op`` in this transaction (what shares the database with the store: the graph)."""
+        return self._run(op)
+
+    async def arun(self, op: Op[T]) -> T:
+        return await self._arun(op)
+
     def list(self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
              order: Order = "id") -> tuple[builtins.list[Record], str | None]:
         return self._run(self.store._list(filter, limit, cursor, order))

@@ -25,7 +25,7 @@ import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -55,6 +55,9 @@ from memkit.stores.base import (
     cursor_of,
 )
 from memkit.stores.base import cosine_to_score as _score
+
+if TYPE_CHECKING:
+    from memkit.graph.sqlite import SQLiteGraph
 
 LOWER_FUNCTION = "memkit_lower"
 _META = "memkit_collections"
@@ -493,6 +496,12 @@ class SQLiteStore(VectorStore):
                 self._db, f"{self.collection_name}_history"
             )
         return self._history
+
+    def graph(self) -> SQLiteGraph:
+        """The graph in this file, written in the same transactions as the records."""
+        from memkit.graph.sqlite import SQLiteGraph
+
+        return SQLiteGraph.on_connection(self._db, f"{self.collection_name}_graph", self)
 
     def reset(self) -> None:
         with self._write() as conn:

@@ -1,0 +1,413 @@
+"""Graph memory as flows: what an add writes to the graph, and the direct graph operations.
+
+An add with a graph store asks the extraction call for relations too (one
+answer, no extra LLM call). The entity names are embedded and resolved to the
+entities they mean (same normalised name, an alias, or the nearest name
+embedding above the threshold). Where the graph shares the vector store's
+file or database (sqlite, postgres) the relations are written inside the
+add's transaction, after the memories; elsewhere (Bolt) they are written
+after that transaction commits, in a second one holding the same scope lock.
+
+A relation is closed (``valid_to`` set, kept) only by an explicit decision:
+an UPDATE of a memory closes the relations it supported that share source and
+type with a relation this add states (the new target replaces the old); a
+DELETE closes the relations that only deleted memories supported. Similarity
+alone never closes anything. Relations opened and closed, and entities and
+relations deleted, are history events (``RELATION_ADD``, ``RELATION_CLOSE``,
+``RELATION_DELETE``, ``ENTITY_DELETE``) under the relation's or entity's id.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memkit._errors import MemkitError
+from memkit._filters import Filter, matches
+from memkit._models import (
+    EntityGraph,
+    GraphEntity,
+    GraphEventName,
+    GraphRelation,
+    HistoryRecord,
+    MemoryEvent,
+    OperationError,
+    SearchResult,
+)
+from memkit._pipeline.apply import Applied, apply_flow, transaction
+from memkit._pipeline.effects import (
+    AppendHistory,
+    Embed,
+    Flow,
+    Get,
+    GraphCall,
+    Transaction,
+    WriteFlow,
+)
+from memkit._pipeline.parsing import Triple
+from memkit._time import to_datetime
+from memkit.graph.base import (
+    Entity,
+    GraphError,
+    GraphScope,
+    NewEntity,
+    NewRelation,
+    Relation,
+    Subgraph,
+    check_depth,
+    check_name,
+    entity_id,
+    normalise,
+    relation_type,
+)
+from memkit.stores.base import Record, WriteBatch
+
+MAX_RELATIONS = 100
+"""Relations taken from one extraction answer; the rest are reported and skipped."""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphSettings:
+    """How an add uses the graph: ``joined`` when it shares the store's transactions;
+    names merge into an entity at name-embedding cosine >= ``threshold``."""
+
+    joined: bool
+    threshold: float
+
+
+@dataclass(slots=True)
+class GraphPlan:
+    """What an add will write to the graph."""
+
+    scope: GraphScope
+    now: str
+    settings: GraphSettings
+    entities: list[NewEntity] = field(default_factory=list)
+    relations: list[NewRelation] = field(default_factory=list)
+    vectors: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        return list(dict.fromkeys(n for r in self.relations for n in (r.source, r.target)))
+
+
+@dataclass(frozen=True, slots=True)
+class GraphOutcome:
+    added: list[Relation] = field(default_factory=list)
+    closed: list[Relation] = field(default_factory=list)
+    errors: list[OperationError] = field(default_factory=list)
+
+
+def plan_graph(scope: GraphScope, now: str, settings: GraphSettings,
+               triples: Sequence[Triple | dict[str, Any]],
+               errors: list[OperationError]) -> GraphPlan:
+    """Check the extracted relations; each one that cannot be kept is reported in ``errors``."""
+    plan = GraphPlan(scope, now, settings)
+    for index, triple in enumerate(triples):
+        raw = triple.model_dump() if isinstance(triple, Triple) else triple
+        if index >= MAX_RELATIONS:
+            errors.append(OperationError(
+                stage="graph", message=f"{len(triples) - MAX_RELATIONS} relations beyond the "
+                f"first {MAX_RELATIONS} of one answer were skipped"))
+            break
+        if not isinstance(triple, Triple):
+            errors.append(OperationError(stage="graph", message="not a relation", operation=raw))
+            continue
+        try:
+            source, target = check_name(triple.source), check_name(triple.target)
+            kind = relation_type(triple.relation)
+            if entity_id(scope, source) == entity_id(scope, target):
+                raise GraphError(f"a relation from {source!r} to itself")
+        except GraphError as exc:
+            errors.append(OperationError(stage="graph", message=str(exc), operation=raw))
+            continue
+        plan.relations.append(NewRelation(source, kind, target))
+        plan.entities.extend(NewEntity(name, kind_of) for name, kind_of in (
+            (source, triple.source_type), (target, triple.target_type)))
+    return plan
+
+
+def embed_names(plan: GraphPlan | None) -> Flow[None]:
+    """The name embeddings entity resolution compares (one embedding call)."""
+    if plan is None or not plan.relations:
+        return
+    names = plan.names
+    rows = yield Embed(tuple(names))
+    plan.vectors = {name: [float(x) for x in row] for name, row in zip(names, rows, strict=True)}
+
+
+def apply_with_graph(batch: WriteBatch, plan: GraphPlan | None, events: Sequence[MemoryEvent],
+                     ) -> Flow[tuple[Applied, GraphOutcome]]:
+    """The batch, and the graph writes in its transaction (or right after it)."""
+    empty = not (batch.adds or batch.updates or batch.deletes or batch.history or batch.versions)
+    if plan is None or not plan.relations:
+        applied = Applied() if empty else (yield transaction(batch))
+        return applied, GraphOutcome()
+    key = transaction(batch).key
+    if plan.settings.joined:
+        result: tuple[Applied, GraphOutcome] = yield Transaction(
+            key, _together(batch, plan, events))
+        return result
+    applied = Applied() if empty else (yield transaction(batch))
+    outcome: GraphOutcome = yield Transaction(key, write_graph(batch, plan, events, applied))
+    return applied, outcome
+
+
+def _together(batch: WriteBatch, plan: GraphPlan,
+              events: Sequence[MemoryEvent]) -> WriteFlow[tuple[Applied, GraphOutcome]]:
+    applied = yield from apply_flow(batch)
+    outcome = yield from write_graph(batch, plan, events, applied)
+    return applied, outcome
+
+
+def write_graph(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent],
+                applied: Applied) -> WriteFlow[GraphOutcome]:
+    """Resolve the names, close what the decisions replaced, record the mentions, and the
+    history of both."""
+    scope, now = plan.scope, plan.now
+    errors: list[OperationError] = []
+    written = [e.id for e in events if e.event in ("ADD", "UPDATE") and e.id not in applied.winners]
+    written += [w.id for w in applied.winners.values()]
+    linked = tuple(dict.fromkeys(written or [e.id for e in events if e.event == "NONE"]))
+    names = plan.names
+    vectors = [plan.vectors[n] for n in names] if plan.vectors else None
+    canonical: dict[str, str] = yield GraphCall(
+        "resolve", (scope, names, vectors, plan.settings.threshold))
+    relations: dict[tuple[str, str, str], NewRelation] = {}
+    for r in plan.relations:
+        source, target = canonical.get(r.source, r.source), canonical.get(r.target, r.target)
+        if entity_id(scope, source) == entity_id(scope, target):
+            errors.append(OperationError(
+                stage="graph", message=f"{r.source!r} and {r.target!r} are one entity "
+                f"({source!r}): a relation to itself was skipped",
+                operation={"source": r.source, "relation": r.type, "target": r.target}))
+            continue
+        relations.setdefault((source, r.type, target), NewRelation(source, r.type, target))
+    closing: dict[str, Relation] = {}
+    updated = [e.id for e in events if e.event == "UPDATE"]
+    if updated:
+        stated = {(entity_id(scope, s), kind): entity_id(scope, t) for s, kind, t in relations}
+        for old in (yield GraphCall("relations", (scope,), {"memory_ids": updated})):
+            target_id = stated.get((old.source_id, old.type))
+            if target_id is not None and target_id != old.target_id:
+                closing[old.id] = old
+    gone = {e.id for e in events if e.event == "DELETE"} | set(batch.deletes)
+    if gone:
+        for old in (yield GraphCall("relations", (scope,), {"memory_ids": sorted(gone)})):
+            if set(old.memory_ids) <= gone:
+                closing[old.id] = old
+    typed = [NewEntity(canonical.get(e.name, e.name), e.type) for e in plan.entities
+             if e.type != "unknown"]
+    if typed:
+        yield GraphCall("upsert_entities", (scope, typed, now))
+    closed = (yield GraphCall("close_relations", (scope, list(closing), now))) if closing else []
+    added: list[Relation] = yield GraphCall("upsert_relations", (scope, [
+        NewRelation(s, kind, t, 1.0, linked) for s, kind, t in relations], now))
+    new_names = [n for n in names if n not in canonical]
+    if vectors is not None and new_names:
+        yield GraphCall("set_vectors", (scope, new_names, [plan.vectors[n] for n in new_names]))
+    rows = [graph_event(r, "RELATION_ADD", now) for r in added if r.valid_from == now
+            and r.weight == 1.0]
+    rows += [graph_event(r, "RELATION_CLOSE", now) for r in closed]
+    if rows:
+        yield AppendHistory(tuple(rows))
+    return GraphOutcome(added, closed, errors)
+
+
+def graph_event(item: Relation | Entity, event: GraphEventName, now: str) -> HistoryRecord:
+    """A history row for a relation (its triple) or an entity (its name)."""
+    text = (f"{item.source} -[{item.type}]-> {item.target}" if isinstance(item, Relation)
+            else item.name)
+    ends = event in ("RELATION_CLOSE", "RELATION_DELETE", "ENTITY_DELETE")
+    return HistoryRecord(
+        id=str(uuid.uuid4()), memory_id=item.id, event=event,
+        old_value=text if ends else None, new_value=None if ends else text,
+        timestamp=to_datetime(now), is_deleted=event in ("RELATION_DELETE", "ENTITY_DELETE"),
+        user_id=item.user_id, agent_id=item.agent_id, run_id=item.run_id)
+
+
+# -- public shapes ---------------------------------------------------------------
+
+
+def relation_model(r: Relation) -> GraphRelation:
+    return GraphRelation(
+        id=r.id, source=r.source, relation=r.type, target=r.target, weight=r.weight,
+        confidence=r.confidence, valid_from=to_datetime(r.valid_from),
+        valid_to=None if r.valid_to is None else to_datetime(r.valid_to),
+        memory_ids=list(r.memory_ids), user_id=r.user_id, agent_id=r.agent_id, run_id=r.run_id)
+
+
+def entity_model(e: Entity) -> GraphEntity:
+    return GraphEntity(
+        id=e.id, name=e.name, type=e.type, summary=e.summary, user_id=e.user_id,
+        agent_id=e.agent_id, run_id=e.run_id, created_at=to_datetime(e.created_at),
+        updated_at=to_datetime(e.updated_at))
+
+
+def graph_model(sub: Subgraph) -> EntityGraph:
+    return EntityGraph(entities=[entity_model(e) for e in sub.entities],
+                       relations=[relation_model(r) for r in sub.relations])
+
+
+# -- direct operations -----------------------------------------------------------
+
+
+def _checked(name: object) -> str:
+    if not isinstance(name, str):
+        raise MemkitError(f"an entity name must be a string, got {type(name).__name__}")
+    return check_name(name)
+
+
+def _canonical(scope: GraphScope, names: Sequence[str]) -> Flow[list[str]]:
+    """Each name as the entity it means (aliases followed); unknown names as given."""
+    checked = [_checked(n) for n in names]
+    found: dict[str, str] = yield GraphCall("resolve", (scope, checked))
+    return [found.get(n, n) for n in checked]
+
+
+def get_entity_flow(scope: GraphScope, name: str) -> Flow[GraphEntity | None]:
+    names = yield from _canonical(scope, [name])
+    found: list[Entity] = yield GraphCall("entities", (scope,), {"names": names})
+    return entity_model(found[0]) if found else None
+
+
+def get_entities_flow(scope: GraphScope, type: str | None, limit: int) -> Flow[list[GraphEntity]]:
+    found: list[Entity] = yield GraphCall("entities", (scope,), {"type": type, "limit": limit})
+    return [entity_model(e) for e in found]
+
+
+def entity_graph_flow(scope: GraphScope, names: Sequence[str], depth: int) -> Flow[EntityGraph]:
+    check_depth(depth)
+    seeds = yield from _canonical(scope, names)
+    sub: Subgraph = yield GraphCall("neighbourhood", (scope, seeds, depth))
+    return graph_model(sub)
+
+
+def add_entity_flow(key: str, scope: GraphScope, name: str, type: str | None,
+                    summary: str | None, now: str) -> Flow[GraphEntity]:
+    [canonical] = yield from _canonical(scope, [name])
+    entity: GraphEntity = yield Transaction(key, _add_entity(scope, canonical, type, summary, now))
+    return entity
+
+
+def _add_entity(scope: GraphScope, name: str, type: str | None, summary: str | None,
+                now: str) -> WriteFlow[GraphEntity]:
+    [entity] = yield GraphCall("upsert_entities",
+                               (scope, [NewEntity(name, type or "unknown", summary)], now))
+    return entity_model(entity)
+
+
+def add_relation_flow(key: str, scope: GraphScope, source: str, relation: str, target: str,
+                      source_type: str | None, target_type: str | None,
+                      now: str) -> Flow[GraphRelation]:
+    source, target = yield from _canonical(scope, [source, target])
+    kind = relation_type(relation)
+    if entity_id(scope, source) == entity_id(scope, target):
+        raise GraphError(f"a relation from {source!r} to itself")
+    added: GraphRelation = yield Transaction(key, _add_relation(
+        scope, source, kind, target, source_type, target_type, now))
+    return added
+
+
+def _add_relation(scope: GraphScope, source: str, kind: str, target: str,
+                  source_type: str | None, target_type: str | None,
+                  now: str) -> WriteFlow[GraphRelation]:
+    typed = [NewEntity(n, t) for n, t in ((source, source_type), (target, target_type)) if t]
+    if typed:
+        yield GraphCall("upsert_entities", (scope, typed, now))
+    [added] = yield GraphCall("upsert_relations", (scope, [NewRelation(source, kind, target)], now))
+    if added.weight == 1.0 and added.valid_from == now:
+        yield AppendHistory((graph_event(added, "RELATION_ADD", now),))
+    return relation_model(added)
+
+
+def delete_relation_flow(key: str, scope: GraphScope, source: str, relation: str,
+                         target: str, now: str) -> Flow[int]:
+    source, target = yield from _canonical(scope, [source, target])
+    count: int = yield Transaction(key, _delete_relation(scope, source, relation, target, now))
+    return count
+
+
+def _delete_relation(scope: GraphScope, source: str, relation: str, target: str,
+                     now: str) -> WriteFlow[int]:
+    found: list[Relation] = yield GraphCall("relations", (scope,), {
+        "source": source, "type": relation, "target": target, "include_closed": True})
+    if not found:
+        return 0
+    count: int = yield GraphCall("delete_relations", (scope, [r.id for r in found]))
+    yield AppendHistory(tuple(graph_event(r, "RELATION_DELETE", now) for r in found))
+    return count
+
+
+def delete_entity_flow(key: str, scope: GraphScope, name: str, now: str) -> Flow[bool]:
+    [canonical] = yield from _canonical(scope, [name])
+    deleted: bool = yield Transaction(key, _delete_entity(scope, canonical, now))
+    return deleted
+
+
+def _delete_entity(scope: GraphScope, name: str, now: str) -> WriteFlow[bool]:
+    touching: list[Relation] = []
+    for end in ("source", "target"):
+        touching += yield GraphCall("relations", (scope,), {end: name, "include_closed": True})
+    deleted: list[Entity] = yield GraphCall("delete_entities", (scope, [name]))
+    if deleted:
+        yield AppendHistory((*(graph_event(e, "ENTITY_DELETE", now) for e in deleted),
+                             *(graph_event(r, "RELATION_DELETE", now) for r in touching)))
+    return bool(deleted)
+
+
+# -- search ----------------------------------------------------------------------
+
+_WORD = re.compile(r"[\w'-]+")
+_MAX_NAMES = 64
+_MAX_LINKED = 20
+GRAPH_BOOST = 0.5
+"""How far a graph link lifts a memory's score toward 1: ``s + b * g * (1 - s)``."""
+
+
+def named_in(query: str) -> list[str]:
+    """Candidate entity names in ``query``: its runs of one to three words."""
+    words = _WORD.findall(query)
+    names: dict[str, None] = {}
+    for size in (3, 2, 1):
+        for start in range(len(words) - size + 1):
+            names.setdefault(" ".join(words[start:start + size]), None)
+    return [n for n in names if normalise(n) and len(n) <= 200][:_MAX_NAMES]
+
+
+def graph_search_flow(search: Flow[SearchResult], query: str, scope: GraphScope,
+                      filter: Filter | None, depth: int, limit: int) -> Flow[SearchResult]:
+    """``search``, then the entities the query names expand ``depth`` hops; memories the
+    relations came from join the ranking (hop 1 lifts more than hop 2) and the result
+    carries the relations."""
+    result = yield from search
+    names = named_in(query) if isinstance(query, str) else []
+    found: dict[str, str] = (yield GraphCall("resolve", (scope, names))) if names else {}
+    if not found:
+        return result
+    seed_names = sorted(set(found.values()))
+    sub: Subgraph = yield GraphCall("neighbourhood", (scope, seed_names, depth))
+    seeds = {entity_id(scope, n) for n in seed_names}
+    lift: dict[str, float] = {}
+    for r in sorted(sub.relations, key=lambda r: -r.weight):
+        near = 1.0 if seeds & {r.source_id, r.target_id} else 0.5
+        for memory_id in r.memory_ids:
+            lift[memory_id] = max(lift.get(memory_id, 0.0), near)
+    scores = {item.id: (item, item.score or 0.0) for item in result.results}
+    floor = min((s for _, s in scores.values()), default=0.0)
+    for memory_id in list(lift)[:_MAX_LINKED]:
+        if memory_id in scores:
+            continue
+        record: Record | None = yield Get(memory_id)
+        if record is not None and matches(filter, record.lookup):
+            scores[memory_id] = (record.to_item(), floor)
+    ranked = sorted(
+        ((item, score + GRAPH_BOOST * lift.get(item.id, 0.0) * (1.0 - score))
+         for item, score in scores.values()), key=lambda pair: (-pair[1], pair[0].id))
+    return SearchResult(
+        results=[item.model_copy(update={"score": round(score, 6)})
+                 for item, score in ranked[:limit]],
+        relations=[relation_model(r) for r in sub.relations])

@@ -1,0 +1,124 @@
+"""The graph in PostgreSQL, beside pgvector's tables in the same database.
+
+The statements are :mod:`memkit.graph._sql`'s (recursive CTEs for traversal),
+run through :func:`memkit._postgres.drive` and :func:`~memkit._postgres.adrive`
+on psycopg pools, each operation in one transaction. With a pgvector store on
+the same DSN, an add's graph writes run on the connection of the store's
+transaction (:meth:`PostgresGraph.bound`): they commit with the memories or
+not at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import Generator
+from typing import Any, ClassVar
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from memkit._errors import VectorStoreError
+from memkit._postgres import PoolOwner, Rows, Statement, adrive, advisory_key, check_name, drive, resolve_dsn
+from memkit.graph._sql import Dialect, Op, SQLGraph, T
+from memkit.graph.base import GraphError, GraphStore
+
+_PARAM = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
+
+
+def statements(op: Op[T]) -> Generator[Statement, Rows, T]:
+    """``op``'s queries as psycopg statements (``:name`` -> ``%(name)s``)."""
+    try:
+        query = next(op)
+        while True:
+            text = sql.SQL(_PARAM.sub(r"%(\1)s", query.sql))
+            many = query.many is not None
+            rows = yield Statement(text, list(query.many or ()) if many else query.params, many)
+            query = op.send(rows)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+class PostgresGraph(PoolOwner, GraphStore):
+    """``PostgresGraph("postgresql://user@host/db", graph_name="memkit")``; without a DSN,
+    ``DATABASE_URL``."""
+
+    provider: ClassVar[str] = "postgres"
+    ops: SQLGraph
+
+    def __init__(self, dsn: str | None = None, graph_name: str = "memkit_graph",
+                 pool_size: int = 4) -> None:
+        self.dsn = resolve_dsn(dsn)
+        self.ops = SQLGraph(check_name(graph_name, "graph_name"), Dialect("postgres"))
+        self.pool_size = pool_size
+        self._lock = threading.Lock()
+        self._alock = asyncio.Lock()
+        self._ready = False
+        self._pool: ConnectionPool[Any] | None = None
+        self._apool: AsyncConnectionPool[Any] | None = None
+
+    def _run(self, op: Op[T]) -> T:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ConnectionPool(self.dsn, min_size=1, max_size=self.pool_size,
+                                            open=True)
+            pool = self._pool
+        try:
+            with pool.connection() as conn:
+                if not self._ready:
+                    drive(conn, self._schema())
+                    self._ready = True
+                return drive(conn, statements(op))
+        except (VectorStoreError, psycopg.Error) as exc:
+            raise GraphError(str(exc)) from exc
+
+    def _schema(self) -> Generator[Statement, Rows, None]:
+        """The tables, created by one connection at a time."""
+        yield Statement(sql.SQL("SELECT pg_advisory_xact_lock(%(key)s)"),
+                        {"key": advisory_key("memkit-ddl")})
+        yield from statements(self.ops.schema())
+
+    def joins(self, store: object) -> bool:
+        from memkit.stores.pgvector import PgVectorStore
+
+        return isinstance(store, PgVectorStore) and store.dsn == self.dsn
+
+    def bound(self, writer: object) -> GraphStore:
+        return _InTransaction(self, writer)
+
+    async def _arun(self, op: Op[T]) -> T:
+        async with self._alock:
+            if self._apool is None:
+                apool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+                    self.dsn, min_size=1, max_size=self.pool_size, open=False)
+                await apool.open()
+                self._apool = apool
+            pool = self._apool
+        try:
+            async with pool.connection() as conn:
+                if not self._ready:
+                    await adrive(conn, self._schema())
+                    self._ready = True
+                return await adrive(conn, statements(op))
+        except (VectorStoreError, psycopg.Error) as exc:
+            raise GraphError(str(exc)) from exc
+
+
+class _InTransaction(GraphStore):
+    """The graph's operations on the connection of a pgvector transaction (its ``run``)."""
+
+    provider: ClassVar[str] = "postgres"
+
+    def __init__(self, graph: PostgresGraph, writer: Any) -> None:
+        self.ops, self._writer = graph.ops, writer
+
+    def _run(self, op: Op[T]) -> T:
+        return self._writer.run(statements(op))  # type: ignore[no-any-return]
+
+    async def _arun(self, op: Op[T]) -> T:
+        return await self._writer.arun(statements(op))  # type: ignore[no-any-return]
+
+
+__all__ = ["PostgresGraph", "statements"]

@@ -1,0 +1,51 @@
+"""``memkit graph show`` and ``memkit graph export``, as subprocesses on a sqlite file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from memkit import Memory
+from memkit.stores.sqlite import SQLiteStore
+from memkit.testing import HashEmbedder, ScriptedLLM
+from tests.cli.test_commands import ROOT, _env
+
+
+def graph_cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = _env()
+    env["MEMKIT_CONFIG"] = json.dumps({
+        "vector_store": {"provider": "sqlite", "config": {"path": str(db)}},
+        "embedder": {"provider": "hash"}, "graph_store": {"provider": "sqlite"}})
+    done = subprocess.run([sys.executable, "-m", "memkit.cli", "graph", *args],
+                          capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_graph_show_and_export(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    store = SQLiteStore(str(db))
+    with Memory({"graph_store": "sqlite"}, llm=ScriptedLLM(), embedder=HashEmbedder(),
+                vector_store=store) as m:
+        m.add_relation("Alice", "works at", "Acme & Co", source_type="person", user_id="u")
+        m.add_relation("Acme & Co", "based in", "Berlin", user_id="u")
+        m.add_relation("Mallory", "knows", "Alice", user_id="other")
+
+    tree = graph_cli(db, "show", "alice", "--depth", "2", "-u", "u").stdout
+    assert "Alice" in tree and "WORKS_AT" in tree and "Berlin" in tree and "Mallory" not in tree
+
+    shown = json.loads(graph_cli(db, "show", "Alice", "--depth", "1", "-u", "u", "--json").stdout)
+    assert sorted(e["name"] for e in shown["entities"]) == ["Acme & Co", "Alice"]
+
+    exported = json.loads(graph_cli(db, "export", "-u", "u").stdout)
+    assert sorted((r["source"], r["relation"], r["target"]) for r in exported["relations"]) == [
+        ("Acme & Co", "BASED_IN", "Berlin"), ("Alice", "WORKS_AT", "Acme & Co")]
+
+    root = ET.fromstring(graph_cli(db, "export", "-u", "u", "--format", "graphml").stdout)
+    ns = {"g": "http://graphml.graphdrawing.org/xmlns"}
+    names = sorted(d.text or "" for d in root.iterfind(".//g:node/g:data[@key='name']", ns))
+    assert names == ["Acme & Co", "Alice", "Berlin"]
+    assert len(root.findall(".//g:edge", ns)) == 2

@@ -1,0 +1,336 @@
+"""Graph memory through Memory and AsyncMemory: extraction in the same LLM call as the
+facts, relations closed only by decisions, hostile output contained, scope-checked methods."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from memkit import AsyncMemory, ConfigError, Memory, ScopeError
+from memkit.graph.base import GraphError, GraphScope, GraphStore
+from memkit.history.base import HistoryStore
+from memkit.stores.base import VectorStore
+from memkit.stores.sqlite import SQLiteStore
+from memkit.testing import HashEmbedder, ScriptedLLM
+from tests.conftest import engine_address, unique_name
+from tests.pipeline.conftest import Shell
+
+
+def rel(source: str, relation: str, target: str, source_type: str = "person",
+        target_type: str = "organization") -> dict[str, str]:
+    return {"source": source, "source_type": source_type, "relation": relation,
+            "target": target, "target_type": target_type}
+
+
+def extraction(facts: list[str], relations: list[Any]) -> dict[str, Any]:
+    return {"facts": facts, "relations": relations}
+
+
+def triples(items: Any) -> list[tuple[str, str, str]]:
+    return sorted((r.source, r.relation, r.target) for r in items)
+
+
+#: where the graph lives: in the sqlite store's file and transactions; in pgvector's database
+#: and transactions; on the Bolt server, written after the memories' transaction commits
+KINDS = ["sqlite-store", "pgvector-postgres", "bolt"]
+JOINED = {"sqlite-store", "pgvector-postgres"}
+
+
+@pytest.fixture(params=KINDS)
+def graph_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _stores(kind: str, tmp_path: Any, index: int,
+            drivers: tuple[Any, Any]) -> tuple[VectorStore, HistoryStore, GraphStore]:
+    if kind == "pgvector-postgres":
+        from memkit.graph.postgres import PostgresGraph
+        from memkit.history.postgres import PostgresHistory
+        from memkit.stores.pgvector import PgVectorStore
+
+        dsn = engine_address("MEMKIT_TEST_PG_DSN")
+        name = unique_name(f"g{index}")
+        return (PgVectorStore(dsn, collection_name=name), PostgresHistory(dsn, table=f"{name}_h"),
+                PostgresGraph(dsn, graph_name=name))
+    store = SQLiteStore(str(tmp_path / f"memkit{index}.db"))
+    if kind == "sqlite-store":
+        return store, store.history(), store.graph()
+    from memkit.graph.neo4j import Neo4jGraph
+
+    url = engine_address("MEMKIT_TEST_BOLT_URL")  # one label per memory of the test
+    return store, store.history(), Neo4jGraph(url, label=unique_name(f"L{index}"), indexes=False,
+                                              driver=drivers[0], async_driver=drivers[1])
+
+
+@pytest.fixture
+def make(graph_kind: str, mode: str, tmp_path: Any, graph_loop: asyncio.AbstractEventLoop,
+         bolt_drivers: tuple[Any, Any]) -> Iterator[Any]:
+    made: list[Shell] = []
+
+    def build(llm: ScriptedLLM, graph: bool = True, threshold: float = 0.85) -> Shell:
+        store, history, graph_store = _stores(graph_kind, tmp_path, len(made), bolt_drivers)
+        cls = Memory if mode == "sync" else AsyncMemory
+        memory = cls({"graph_store": {"entity_threshold": threshold}} if graph else None,
+                     llm=llm, embedder=HashEmbedder(), vector_store=store, history=history,
+                     graph_store=graph_store if graph else None)
+        shell = Shell(memory, graph_loop)
+        made.append(shell)
+        return shell
+
+    yield build
+    for shell in made:
+        if shell.memory.graph_store is not None:
+            store = shell.memory.graph_store
+            if shell.is_async:
+                graph_loop.run_until_complete(store.areset())
+            else:
+                store.reset()
+        if shell.is_async:
+            graph_loop.run_until_complete(shell.memory.aclose())  # type: ignore[union-attr]
+        else:
+            shell.memory.close()  # type: ignore[union-attr]
+
+
+def test_entities_and_relations_are_extracted_with_the_facts(make: Any) -> None:
+    llm = ScriptedLLM([extraction(["User works at Google"], [rel("user", "works at", "Google")])])
+    m = make(llm)
+    result = m.add("I work at Google", user_id="alice")
+    assert len(llm.calls) == 1 and llm.calls[0].json_schema is not None
+    assert "relations" in llm.calls[0].json_schema["properties"]
+    [event] = result.results
+    assert triples(result.relations) == [("user", "WORKS_AT", "Google")]
+    assert result.relations[0].memory_ids == [event.id]
+    assert {(e.name, e.type) for e in m.get_entities(user_id="alice")} == {
+        ("user", "person"), ("Google", "organization")}
+    assert m.get_entity("GOOGLE", user_id="alice").type == "organization"
+    assert m.get_entities(user_id="alice", type="organization")[0].name == "Google"
+
+
+def test_an_add_with_the_graph_costs_at_most_two_llm_calls(make: Any) -> None:
+    llm = ScriptedLLM([
+        extraction(["User works at Google"], [rel("user", "works at", "Google")]),
+        extraction(["User lives in Berlin"], [rel("user", "lives in", "Berlin", target_type="city")]),
+        {"memory": [{"event": "ADD", "id": None, "text": "User lives in Berlin",
+                     "old_memory": None}]},
+    ])
+    m = make(llm)
+    m.add("I work at Google", user_id="alice")
+    second = m.add("I live in Berlin", user_id="alice")
+    assert len(llm.calls) == 3  # 1 for the first add, 2 for the second
+    assert triples(second.relations) == [("user", "LIVES_IN", "Berlin")]
+
+
+def test_contradicted_relation_is_closed_not_deleted(make: Any) -> None:
+    llm = ScriptedLLM([
+        extraction(["User works at Google"], [rel("user", "works at", "Google")]),
+        extraction(["User moved to Meta"], [rel("user", "works at", "Meta")]),
+        {"memory": [{"event": "UPDATE", "id": "0", "text": "User works at Meta",
+                     "old_memory": "User works at Google"}]},
+    ])
+    m = make(llm)
+    m.add("I work at Google", user_id="alice")
+    result = m.add("I moved to Meta", user_id="alice")
+    assert triples(result.closed_relations) == [("user", "WORKS_AT", "Google")]
+    assert result.closed_relations[0].valid_to is not None
+    assert triples(result.relations) == [("user", "WORKS_AT", "Meta")]
+    graph = m.get_entity_graph("user", depth=1, user_id="alice")
+    assert triples(graph.relations) == [("user", "WORKS_AT", "Meta")]
+    kept = m.memory.graph_store.relations(GraphScope("alice"), include_closed=True)
+    assert sorted((r.target, r.valid_to is None) for r in kept) == [("Google", False), ("Meta", True)]
+
+
+def test_similarity_alone_never_closes_a_relation(make: Any) -> None:
+    llm = ScriptedLLM([
+        extraction(["User works at Google"], [rel("user", "works at", "Google")]),
+        extraction(["User works at Meta too"], [rel("user", "works at", "Meta")]),
+        {"memory": [{"event": "ADD", "id": None, "text": "User works at Meta too",
+                     "old_memory": None}, {"event": "NONE", "id": "0", "text": None,
+                                           "old_memory": None}]},
+    ])
+    m = make(llm)
+    m.add("I work at Google", user_id="alice")
+    result = m.add("I also work at Meta", user_id="alice")
+    assert result.closed_relations == []
+    graph = m.get_entity_graph("user", user_id="alice")
+    assert triples(graph.relations) == [("user", "WORKS_AT", "Google"), ("user", "WORKS_AT", "Meta")]
+
+
+def test_a_delete_decision_closes_the_relations_of_the_deleted_memory(make: Any) -> None:
+    llm = ScriptedLLM([
+        extraction(["User works at Google"], [rel("user", "works at", "Google")]),
+        extraction(["User left Google", "User lives in Berlin"],
+                   [rel("user", "lives in", "Berlin", target_type="city")]),
+        {"memory": [{"event": "DELETE", "id": "0", "text": None, "old_memory": None},
+                    {"event": "ADD", "id": None, "text": "User lives in Berlin",
+                     "old_memory": None}]},
+    ])
+    m = make(llm)
+    m.add("I work at Google", user_id="alice")
+    result = m.add("I left Google; I live in Berlin", user_id="alice")
+    assert triples(result.closed_relations) == [("user", "WORKS_AT", "Google")]
+    assert triples(m.get_entity_graph("user", user_id="alice").relations) == [
+        ("user", "LIVES_IN", "Berlin")]
+
+
+def test_hostile_graph_output_is_skipped_and_reported(make: Any) -> None:
+    bob_id = "00000000-0000-0000-0000-000000000000"
+    # 2,000 relations (an answer over 256,000 characters is refused whole by the parser)
+    flood = [{"source": f"u{i}", "relation": "k", "target": f"f{i}"} for i in range(2_000)]
+    llm = ScriptedLLM([extraction(["User knows Carol"], [
+        rel("Carol", "knows", "carol"),            # self-loop
+        {"source": "user", "relation": "knows"},   # malformed: no target
+        rel("user", "!!!", "Carol"),               # no relation type left
+        rel(bob_id, "owns", "x" * 500),            # an id of nothing, a huge name
+        "user knows Carol",                        # not an object
+        rel("user", "knows", "Carol"),
+        *flood,
+    ])])
+    m = make(llm)
+    m.add_relation("Bob", "works at", "Initech", user_id="bob")
+    result = m.add("I know Carol", user_id="alice")
+    assert len(result.results) == 1
+    kept = m.get_entity_graph("user", user_id="alice").relations
+    assert ("user", "KNOWS", "Carol") in triples(kept)
+    assert len(result.relations) <= 100
+    messages = [e.message for e in result.errors if e.stage == "graph"]
+    assert any("itself" in msg for msg in messages)
+    assert any("relations beyond" in msg for msg in messages)
+    assert len(messages) >= 5
+    assert triples(m.get_entity_graph("Bob", user_id="bob").relations) == [
+        ("Bob", "WORKS_AT", "Initech")]
+    assert [e.name for e in m.get_entities(user_id="bob")] == ["Bob", "Initech"]
+
+
+def test_deleting_an_entity_keeps_its_memories(make: Any) -> None:
+    llm = ScriptedLLM([extraction(["User works at Google"], [rel("user", "works at", "Google")])])
+    m = make(llm)
+    m.add("I work at Google", user_id="alice")
+    assert m.delete_entity("google", user_id="alice") is True
+    assert m.delete_entity("google", user_id="alice") is False
+    assert m.get_entity("Google", user_id="alice") is None
+    assert m.get_entity_graph("user", user_id="alice").relations == []
+    assert [i.memory for i in m.get_all(user_id="alice").results] == ["User works at Google"]
+
+
+def test_graph_methods_are_scope_checked(make: Any) -> None:
+    m = make(ScriptedLLM())
+    added = m.add_relation("Alice", "manages", "Bob", source_type="person", user_id="alice")
+    assert (added.source, added.relation, added.target, added.weight) == (
+        "Alice", "MANAGES", "Bob", 1.0)
+    assert m.add_relation("alice", "MANAGES", "bob", user_id="alice").weight == 2.0
+    assert m.get_entity("Alice", user_id="bob") is None
+    assert m.delete_entity("Alice", user_id="bob") is False
+    assert m.delete_relation("Alice", "manages", "Bob", user_id="bob") == 0
+    assert m.get_entity_graph("Alice", user_id="bob").entities == []
+    with pytest.raises(ScopeError):
+        m.get_entities()
+    assert m.delete_relation("Alice", "manages", "Bob", user_id="alice") == 1
+    assert m.get_entity("Alice", user_id="alice").type == "person"
+
+
+def test_without_a_graph_store_graph_methods_raise(make: Any) -> None:
+    llm = ScriptedLLM([{"facts": ["User works at Google"]}])
+    m = make(llm, graph=False)
+    assert "relations" not in m.add("I work at Google", user_id="a").model_dump(exclude_defaults=True)
+    assert "relations" not in llm.calls[0].json_schema["properties"]
+    with pytest.raises(ConfigError):
+        m.get_entities(user_id="a")
+
+
+def test_graph_search_expands_named_entities(make: Any) -> None:
+    llm = ScriptedLLM([
+        extraction(["Alice works at Acme"], [rel("Alice", "works at", "Acme")]),
+        extraction(["Acme is based in Berlin"],
+                   [rel("Acme", "based in", "Berlin", "organization", "city")]),
+        {"memory": [{"event": "ADD", "id": None, "text": "Acme is based in Berlin",
+                     "old_memory": None}]},
+    ])
+    m = make(llm)
+    m.add("Alice works at Acme", user_id="u")
+    berlin = m.add("Acme is based in Berlin", user_id="u").results[0].id
+    for i in range(20):
+        m.add(f"Unrelated note number {i} about gardening", user_id="u", infer=False)
+    plain = m.search("Where does Alice work?", user_id="u", limit=30, graph=False)
+    expanded = m.search("Where does Alice work?", user_id="u", limit=30)
+    assert plain.relations == []
+    assert triples(expanded.relations) == [("Acme", "BASED_IN", "Berlin"),
+                                           ("Alice", "WORKS_AT", "Acme")]
+    score = {i.id: i.score for i in plain.results}
+    lifted = {i.id: i.score for i in expanded.results}
+    assert lifted[berlin] > score[berlin]
+    assert [i.memory for i in expanded.results[:2]] == ["Alice works at Acme",
+                                                       "Acme is based in Berlin"]
+    # another scope sees none of it
+    assert m.search("Where does Alice work?", user_id="other").relations == []
+
+
+def test_graph_search_without_a_graph_store_raises(make: Any) -> None:
+    m = make(ScriptedLLM(), graph=False)
+    assert m.search("Alice", user_id="u").relations == []
+    with pytest.raises(ConfigError):
+        m.search("Alice", user_id="u", graph=True)
+
+
+def test_a_name_merges_into_a_known_entity_above_the_threshold(make: Any) -> None:
+    answers = [
+        extraction(["Alice works at Acme"], [rel("Alice", "works at", "Acme")]),
+        extraction(["Alice Smith lives in Berlin"],
+                   [rel("alice smith", "lives in", "Berlin", target_type="city")]),
+        {"memory": [{"event": "ADD", "id": None, "text": "Alice Smith lives in Berlin",
+                     "old_memory": None}]},
+    ]
+    merged = make(ScriptedLLM(list(answers)), threshold=0.7)  # bag-of-words cosine 0.71
+    merged.add("Alice works at Acme", user_id="u")
+    assert triples(merged.add("Alice Smith lives in Berlin", user_id="u").relations) == [
+        ("Alice", "LIVES_IN", "Berlin")]
+    assert merged.get_entity("ALICE SMITH", user_id="u").name == "Alice"
+    assert triples(merged.get_entity_graph("alice smith", user_id="u").relations) == [
+        ("Alice", "LIVES_IN", "Berlin"), ("Alice", "WORKS_AT", "Acme")]
+    assert merged.get_entity("alice smith", user_id="v") is None
+
+    apart = make(ScriptedLLM(list(answers)), threshold=0.75)
+    apart.add("Alice works at Acme", user_id="u")
+    apart.add("Alice Smith lives in Berlin", user_id="u")
+    assert apart.get_entity("alice smith", user_id="u").name == "alice smith"
+
+
+def test_graph_events_are_in_the_history(make: Any) -> None:
+    llm = ScriptedLLM([
+        extraction(["User works at Google"], [rel("user", "works at", "Google")]),
+        extraction(["User moved to Meta"], [rel("user", "works at", "Meta")]),
+        {"memory": [{"event": "UPDATE", "id": "0", "text": "User works at Meta",
+                     "old_memory": "User works at Google"}]},
+    ])
+    m = make(llm)
+    [google] = m.add("I work at Google", user_id="alice").relations
+    [meta] = m.add("I moved to Meta", user_id="alice").relations
+    assert [(h.event, h.new_value, h.old_value) for h in m.history(google.id)] == [
+        ("RELATION_ADD", "user -[WORKS_AT]-> Google", None),
+        ("RELATION_CLOSE", None, "user -[WORKS_AT]-> Google")]
+    entity = m.get_entity("Meta", user_id="alice")
+    assert m.delete_entity("Meta", user_id="alice") is True
+    assert [(h.event, h.user_id) for h in m.history(entity.id)] == [("ENTITY_DELETE", "alice")]
+    assert [h.event for h in m.history(meta.id)] == ["RELATION_ADD", "RELATION_DELETE"]
+
+
+def test_graph_writes_commit_with_the_memories_or_after_them(make: Any, graph_kind: str) -> None:
+    llm = ScriptedLLM([extraction(["User works at Google"], [rel("user", "works at", "Google")])])
+    m = make(llm)
+    graph = m.memory.graph_store
+    assert graph is not None
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise GraphError("the graph engine failed")
+
+    graph.ops.upsert_relations = broken  # type: ignore[method-assign]
+    with pytest.raises(GraphError):
+        m.add("I work at Google", user_id="alice")
+    stored = [i.memory for i in m.get_all(user_id="alice").results]
+    if graph_kind in JOINED:  # one transaction: neither the memory nor its history
+        assert stored == []
+    else:  # Bolt writes come after the commit: the memory stays, without its relation
+        assert stored == ["User works at Google"]
+        assert m.get_entity_graph("user", user_id="alice").relations == []
