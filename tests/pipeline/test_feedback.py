@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memkit import AsyncMemory, Memory, MemkitError, NotFoundError
+from memkit import AsyncMemory, MemkitError, Memory, NotFoundError
 from memkit.history.base import HistoryStore
 from memkit.history.postgres import PostgresHistory
 from memkit.history.sqlite import SQLiteHistory
