@@ -47,7 +47,7 @@ def consolidation_events(report: ConsolidationResult,
     """A ``memory_deleted`` per merged memory (it ended), then ``consolidation_complete``
     once per scope that had clusters (the scope asked for when none had): how many
     memories were examined, its clusters, and each keeper with the ids merged into it."""
-    scopes: dict[tuple[str | None, ...], list[Any]] = {}
+    scopes: dict[tuple[str | None, str | None, str | None], list[Any]] = {}
     for cluster in report.clusters:
         keeper = cluster.keeper
         scopes.setdefault((keeper.user_id, keeper.agent_id, keeper.run_id), []).append(cluster)
@@ -56,10 +56,10 @@ def consolidation_events(report: ConsolidationResult,
     ended = [ChangeEvent("memory_deleted", m.id, m.user_id, m.agent_id, m.run_id)
              for c in report.clusters for m in c.merged]
     return [*ended, *(ChangeEvent(
-        "consolidation_complete", str(uuid.uuid4()), *key, details={
+        "consolidation_complete", str(uuid.uuid4()), user, agent, run, details={
             "examined": report.examined, "clusters": len(clusters),
             "merged": {c.keeper.id: [m.id for m in c.merged] for c in clusters}})
-        for key, clusters in scopes.items())]
+        for (user, agent, run), clusters in scopes.items())]
 
 
 @dataclass(eq=False, slots=True)

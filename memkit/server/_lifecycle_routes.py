@@ -3,7 +3,7 @@ to the API key's scope like memories."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from pydantic import Field
@@ -55,7 +55,8 @@ async def consolidate(body: ConsolidateBody, grant: Auth, mem: Mem,
     """Clusters of near-duplicates per scope, each merged into its most confident member
     (``dry_run``, the default, only reports them); a ``consolidation_complete`` event
     follows a merge."""
-    scope = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
+    scope: dict[str, Any] = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id,
+                                      run_id=body.run_id)
     report = await mem.consolidate(**scope, threshold=body.threshold, dry_run=body.dry_run)
     if not report.dry_run:
         feed.publish(consolidation_events(report, scope))
