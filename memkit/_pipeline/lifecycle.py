@@ -16,6 +16,7 @@ transaction per scope, by :func:`flush_flow`.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import uuid
@@ -95,8 +96,7 @@ class Lifecycle:
         days = self.half_life(record.memory_type)
         if not self.decay or days is None:
             return stored
-        anchor = record.last_accessed_at or record.updated_at
-        elapsed = (to_datetime(now) - to_datetime(anchor)).total_seconds()
+        elapsed = _epoch(now) - _epoch(record.last_accessed_at or record.updated_at)
         if elapsed <= 0:
             return stored
         return float(stored * 0.5 ** (elapsed / (days * DAY_SECONDS)))
@@ -109,6 +109,13 @@ class Lifecycle:
         return replace(record, confidence=round(min(1.0, max(0.0, changed)), 9),
                        last_accessed_at=last, access_count=(record.access_count or 0) + hits,
                        vector=None)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _epoch(timestamp: str) -> float:
+    """Seconds since 1970 of a stored timestamp; cached, as a search reads the same anchors
+    (and one "now") over and over."""
+    return to_datetime(timestamp).timestamp()
 
 
 def rank(hits: Sequence[Hit], lifecycle: Lifecycle, now: str,
