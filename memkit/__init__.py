@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         MemoryItem,
         MemoryStats,
         OperationError,
+        SearchLogEntry,
         SearchResult,
         Usage,
     )
@@ -55,6 +56,7 @@ _LAZY = {
     "DeleteResult": "memkit._models", "ExportedMemory": "memkit._models",
     "ConsolidationCluster": "memkit._models", "ConsolidationResult": "memkit._models",
     "MemoryStats": "memkit._models",
+    "SearchLogEntry": "memkit._models",
     "ImportResult": "memkit._models", "EntityGraph": "memkit._models",
     "GraphEntity": "memkit._models", "GraphRelation": "memkit._models",
     "MemoryEvent": "memkit._models", "MemoryItem": "memkit._models",
@@ -71,7 +73,7 @@ __all__ = [
     "GraphEntity", "GraphRelation", "HistoryList",
     "HistoryRecord", "ImportResult", "LLMError", "MemkitError", "Memory", "MemoryConfig",
     "MemoryEvent", "MemoryItem", "MemoryStats", "Not", "NotFoundError", "OperationError", "Or", "ScopeError",
-    "SearchResult", "Usage", "VectorStoreError", "__version__", "parse_filter",
+    "SearchLogEntry", "SearchResult", "Usage", "VectorStoreError", "__version__", "parse_filter",
 ]
 
 

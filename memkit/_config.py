@@ -87,6 +87,12 @@ class LifecycleConfig(_Section):
     """Cosine similarity from which two memories are near-duplicates (``consolidate``)."""
     consolidate_every: int | None = Field(default=None, ge=1)
     """Consolidate a scope after every this many memories added to it (off by default)."""
+    feedback_penalty: float = Field(default=0.2, ge=0, le=1)
+    """Confidence taken off by ``feedback(memory_id, useful=False)``."""
+    search_log: bool = False
+    """Log each search (query hash, k, result ids, latency) beside the history."""
+    search_log_text: bool = False
+    """Keep the query text in the search log too (otherwise only its SHA-256)."""
 
     @field_validator("half_life_days")
     @classmethod

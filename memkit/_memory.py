@@ -23,6 +23,7 @@ from memkit._models import (
     ImportResult,
     MemoryItem,
     MemoryStats,
+    SearchLogEntry,
     SearchResult,
 )
 from memkit._pipeline.add import AddRequest, OnError, add_flow
@@ -43,6 +44,7 @@ from memkit._pipeline.crud import (
     update_flow,
 )
 from memkit._pipeline.effects import Flow
+from memkit._pipeline.feedback import feedback_flow, logged_search_flow, search_log_flow
 from memkit._pipeline.graph import (
     GraphSettings,
     add_entity_flow,
@@ -138,7 +140,7 @@ class _Shell:
             decay=life.decay, half_lives={**Lifecycle().half_lives, **life.half_life_days},
             default_half_life=life.default_half_life_days,
             reinforce=life.decay if life.reinforce is None else life.reinforce,
-            step=life.reinforcement)
+            step=life.reinforcement, penalty=life.feedback_penalty)
         self._runtime.accesses.flush_every = life.flush_every
 
     def _now(self) -> str:
@@ -250,7 +252,7 @@ def _add(
     if life.consolidate_every is None or request.dry_run:
         return add_flow(request)
     return auto_flow(add_flow(request), request.scope.filter(), life.consolidate_every,
-                     life.consolidate_threshold, self._now(), self._lifecycle)
+                     life.consolidate_threshold, self._now(), self._lifecycle, self._graph)
 
 
 def _search(
@@ -277,10 +279,13 @@ def _search(
     flow = search_flow(query, selection, limit, threshold, mode,
                        self._search_settings, self._runtime.store.supports_keyword,
                        self._lifecycle, self._now(), min_confidence)
-    if graph is False or (graph is None and self._graph is None):
+    if graph is not False and (graph is not None or self._graph is not None):
+        _, graph_scope = _graph_scope(self, scope.user_id, scope.agent_id, scope.run_id)
+        flow = graph_search_flow(flow, query, graph_scope, selection, self._graph_depth, limit)
+    life = self.config.lifecycle
+    if not life.search_log:
         return flow
-    _, graph_scope = _graph_scope(self, scope.user_id, scope.agent_id, scope.run_id)
-    return graph_search_flow(flow, query, graph_scope, selection, self._graph_depth, limit)
+    return logged_search_flow(flow, query, limit, scope, self._now(), life.search_log_text)
 
 
 def _graph_scope(self: _Shell, user_id: str | None, agent_id: str | None,
@@ -410,7 +415,7 @@ def _consolidate(
     scope, rest = scope_and_filters(user_id, agent_id, run_id, filters, required=False)
     chosen = self.config.lifecycle.consolidate_threshold if threshold is None else threshold
     return consolidate_flow(all_of(scope.filter(), parse_filter(rest)), chosen, bool(dry_run),
-                            self._now(), self._lifecycle)
+                            self._now(), self._lifecycle, self._graph)
 
 
 def _stats(
@@ -423,7 +428,14 @@ def _stats(
     filters: dict[str, Any] | None = None,
 ) -> Flow[MemoryStats]:
     scope, rest = scope_and_filters(user_id, agent_id, run_id, filters, required=False)
-    return stats_flow(all_of(scope.filter(), parse_filter(rest)), self._now(), self._lifecycle)
+    return stats_flow(all_of(scope.filter(), parse_filter(rest)), self._now(), self._lifecycle,
+                      self._graph is not None)
+
+
+def _search_log(self: _Shell, user_id: str | None, agent_id: str | None, run_id: str | None,
+                limit: int) -> Flow[list[SearchLogEntry]]:
+    scope = Scope.of(user_id, agent_id, run_id, required=False)
+    return search_log_flow(scope, limit_or_top_k(limit, None, 100))
 
 
 # -- graph ---------------------------------------------------------------------------
@@ -720,6 +732,18 @@ class Memory(_Shell):
         return self._runtime.run(_stats(self, user_id=user_id, agent_id=agent_id,
                                         run_id=run_id, filters=filters))
 
+    def feedback(self, memory_id: str, *, useful: bool) -> None:
+        """Say whether a memory was useful: ``True`` reinforces it as a search hit does,
+        ``False`` takes ``lifecycle.feedback_penalty`` (0.2) off its confidence. Written
+        with the buffered accesses (see ``docs/lifecycle.md``)."""
+        return self._runtime.run(feedback_flow(memory_id, useful, self._now(), self._lifecycle))
+
+    def search_log(self, *, user_id: str | None = None, agent_id: str | None = None,
+                   run_id: str | None = None, limit: int = 100) -> list[SearchLogEntry]:
+        """The newest logged searches of the scope (every scope without one); the log is
+        kept only with ``lifecycle.search_log`` on."""
+        return self._runtime.run(_search_log(self, user_id, agent_id, run_id, limit))
+
     def export(
         self,
         *,
@@ -990,6 +1014,16 @@ class AsyncMemory(_Shell):
         """See :meth:`Memory.stats`."""
         return await self._runtime.arun(_stats(self, user_id=user_id, agent_id=agent_id,
                                                run_id=run_id, filters=filters))
+
+    async def feedback(self, memory_id: str, *, useful: bool) -> None:
+        """See :meth:`Memory.feedback`."""
+        return await self._runtime.arun(feedback_flow(memory_id, useful, self._now(),
+                                                      self._lifecycle))
+
+    async def search_log(self, *, user_id: str | None = None, agent_id: str | None = None,
+                         run_id: str | None = None, limit: int = 100) -> list[SearchLogEntry]:
+        """See :meth:`Memory.search_log`."""
+        return await self._runtime.arun(_search_log(self, user_id, agent_id, run_id, limit))
 
     async def export(
         self,

@@ -173,6 +173,8 @@ class AddResult(_Model):
     errors: list[OperationError] = Field(default_factory=list)
     relations: list[GraphRelation] = Field(default_factory=list)
     closed_relations: list[GraphRelation] = Field(default_factory=list)
+    #: the automatic consolidation this add started (``lifecycle.consolidate_every``)
+    consolidation: ConsolidationResult | None = None
 
     def __iter__(self) -> Iterator[MemoryEvent]:  # type: ignore[override]
         return iter(self.results)
@@ -279,13 +281,17 @@ class ConsolidationResult(_Model):
         return sum(len(c.merged) for c in self.clusters)
 
 
+AddResult.model_rebuild()
+
+
 class MemoryStats(_Model):
     """What ``Memory.stats`` reports. ``memories``: current ones; ``by_type``: current
     ones per ``memory_type`` ("untyped" without one); ``by_state``: every record as
     current, superseded (a past version), deleted, expired or future (valid later);
     ``growth``: memories created per day (``YYYY-MM-DD``, past versions not counted);
     ``confidence_histogram``: current memories in ten bins of confidence, [0, 0.1) to
-    [0.9, 1.0]; ``most_accessed``: up to ten, by ``access_count``."""
+    [0.9, 1.0]; ``most_accessed``: up to ten, by ``access_count``; ``top_entities``
+    (with a graph store): up to ten entity names by their open relations."""
 
     memories: int = 0
     by_type: dict[str, int] = Field(default_factory=dict)
@@ -293,7 +299,25 @@ class MemoryStats(_Model):
     growth: dict[str, int] = Field(default_factory=dict)
     confidence_histogram: list[int] = Field(default_factory=lambda: [0] * 10)
     most_accessed: list[MemoryItem] = Field(default_factory=list)
+    top_entities: dict[str, int] = Field(default_factory=dict)
     decay: bool = False
+
+
+class SearchLogEntry(_Model):
+    """One search in the search log (``lifecycle.search_log``): a SHA-256 of the query,
+    the query itself only with ``lifecycle.search_log_text``, the limit asked for (``k``),
+    the ids returned, best first, and how long the search took."""
+
+    id: str
+    timestamp: datetime
+    query_hash: str
+    query: str | None = None
+    k: int
+    result_ids: list[str] = Field(default_factory=list)
+    latency_ms: float
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
 
 
 class ExportedMemory(_StoredMemory):

@@ -122,6 +122,25 @@ class _DeleteAllMemoriesArgs(_Args):
     filters: Filters = None
 
 
+class _ScopeArgs(_Args):
+    user_id: UserId = None
+    agent_id: AgentId = None
+    run_id: RunId = None
+
+
+class _ConsolidateArgs(_ScopeArgs):
+    threshold: Annotated[float | None, Field(gt=0, le=1, description=(
+        "Cosine similarity from which memories are near-duplicates (default 0.9)."))] = None
+    dry_run: Annotated[bool, Field(description=(
+        "true (default): only report the clusters; false: merge them."))] = True
+
+
+class _FeedbackArgs(_Args):
+    memory_id: MemoryId
+    useful: Annotated[bool, Field(description=(
+        "true: the memory helped (it is reinforced); false: it did not (its confidence drops)."))]
+
+
 Json = dict[str, Any]
 #: (Memory method, positional args, keyword args, result -> JSON)
 Call = tuple[str, tuple[Any, ...], dict[str, Any], Callable[[Any], Json]]
@@ -187,6 +206,19 @@ def _plan_revert(a: _RevertArgs, scope: Json) -> Call:
     return "revert", (a.event_id,), {}, _dump
 
 
+def _plan_stats(a: _ScopeArgs, scope: Json) -> Call:
+    return "stats", (), scope, _dump
+
+
+def _plan_consolidate(a: _ConsolidateArgs, scope: Json) -> Call:
+    return "consolidate", (), {**scope, "threshold": a.threshold, "dry_run": a.dry_run}, _dump
+
+
+def _plan_feedback(a: _FeedbackArgs, scope: Json) -> Call:
+    return "feedback", (a.memory_id,), {"useful": a.useful}, lambda _: {
+        "memory_id": a.memory_id, "useful": a.useful}
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool: its name, what it tells the model, its arguments, and its effects."""
@@ -250,6 +282,17 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("memory_revert", "Undo one change (an ADD, UPDATE or DELETE event of memory_history). "
              "Returns the event that records the undoing; an event can be reverted once.",
              _RevertArgs, _plan_revert, read_only=False, destructive=False),
+    ToolSpec("get_memory_stats", "Statistics of a scope's memories: counts by type and state, "
+             "growth per day, a confidence histogram, the most accessed memories and (with a "
+             "graph) the top entities.", _ScopeArgs, _plan_stats, read_only=True,
+             destructive=False),
+    ToolSpec("memory_consolidate", "Find near-duplicate memories of a scope and, with "
+             "dry_run false, merge each group into its most confident member (the others stay "
+             "as past versions).", _ConsolidateArgs, _plan_consolidate, read_only=False,
+             destructive=True),
+    ToolSpec("memory_feedback", "Say whether a memory was useful: useful ones are reinforced, "
+             "others lose confidence.", _FeedbackArgs, _plan_feedback, read_only=False,
+             destructive=False),
 )
 """Every memory tool, in the order the definitions list them."""
 _BY_NAME = {spec.name: spec for spec in TOOLS}
@@ -352,4 +395,4 @@ class MemoryTools:
 
 
 #: the methods that take a memory id, whose memory must be in a fixed scope
-_BY_ID = frozenset({"get", "update", "delete", "history", "supersede"})
+_BY_ID = frozenset({"get", "update", "delete", "history", "supersede", "feedback"})

@@ -15,7 +15,7 @@ EXPECTED = {
     "ConfigError", "Condition", "And", "Or", "Not", "Filter", "parse_filter", "__version__",
     "DeleteResult", "ExportedMemory", "ImportResult", "ConflictError", "MEMORY_TYPES",
     "ConsolidationCluster", "ConsolidationResult", "MemoryStats",
-    "EntityGraph", "GraphEntity", "GraphRelation",
+    "EntityGraph", "GraphEntity", "GraphRelation", "SearchLogEntry",
 }
 
 

@@ -11,7 +11,8 @@ from memkit.tools import TOOLS, MemoryTools, anthropic_tools, openai_tools
 
 NAMES = ["add_memory", "search_memories", "get_memory", "list_memories", "update_memory",
          "delete_memory", "delete_all_memories", "memory_history", "memory_versions",
-         "memory_supersede", "memory_revert"]
+         "memory_supersede", "memory_revert", "get_memory_stats", "memory_consolidate",
+         "memory_feedback"]
 
 
 def _memory() -> Memory:
@@ -78,3 +79,35 @@ async def test_acall_on_async_memory() -> None:
         assert [h["event"] for h in history["results"]] == ["ADD", "UPDATE"]
         with pytest.raises(TypeError, match="acall"):
             tools.call("list_memories", {})
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_stats_consolidate_and_feedback_tools(mode: str) -> None:
+    import asyncio
+
+    memory: Memory | AsyncMemory = (
+        _memory() if mode == "sync" else
+        AsyncMemory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=InMemoryStore()))
+    tools = MemoryTools(memory, user_id="alice")
+
+    def call(name: str, args: dict[str, object]) -> dict[str, object]:
+        if mode == "sync":
+            return tools.call(name, args)
+        return asyncio.run(tools.acall(name, args))
+
+    ids = [call("add_memory", {"content": t, "infer": False})["results"][0]["id"]  # type: ignore[index]
+           for t in ("User likes green tea", "user likes green tea!", "User plays chess")]
+    stats = call("get_memory_stats", {})
+    assert stats["memories"] == 3 and sum(stats["confidence_histogram"]) == 3  # type: ignore[arg-type]
+    assert "user_id" not in tools.parameters("get_memory_stats")["properties"]
+    dry = call("memory_consolidate", {})
+    assert dry["dry_run"] and len(dry["clusters"]) == 1  # type: ignore[arg-type]
+    merged = call("memory_consolidate", {"dry_run": False})
+    assert len(merged["clusters"][0]["merged"]) == 1  # type: ignore[index]
+    assert call("get_memory_stats", {})["memories"] == 2
+    assert call("memory_feedback", {"memory_id": ids[2], "useful": True}) == {
+        "memory_id": ids[2], "useful": True}
+    other = MemoryTools(memory, user_id="bob")
+    with pytest.raises(MemkitError, match="no memory with id"):  # another scope's memory
+        other.call("memory_feedback", {"memory_id": ids[2], "useful": False}) if mode == "sync" \
+            else asyncio.run(other.acall("memory_feedback", {"memory_id": ids[2], "useful": False}))

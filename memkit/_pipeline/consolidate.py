@@ -10,10 +10,10 @@ access counts. The others end (a DELETE event each) and are spliced into the
 keeper's version chain, so ``versions`` of any of them lists the keeper and every
 merged memory with their own past versions; nothing is removed.
 
-A graph store re-points its entities from the merged memories to the keeper
-from :attr:`ConsolidationResult.clusters` (each cluster's ``keeper`` and
-``merged`` ids); that step belongs right after the writes in
-:func:`consolidate_flow`.
+With a graph store, the relations that came from a merged memory come from its
+keeper afterwards (in the same transaction where the graph shares the store's
+file or database, right after it on a Bolt server), so graph search still
+reaches the merged facts through the memory that holds them.
 """
 
 from __future__ import annotations
@@ -29,11 +29,13 @@ import numpy as np
 from memkit._errors import MemkitError
 from memkit._filters import Filter, all_of
 from memkit._models import AddResult, ConsolidationCluster, ConsolidationResult, HistoryRecord
-from memkit._pipeline.apply import apply, scan
-from memkit._pipeline.effects import CountAdds, Embed, Flow, Get
+from memkit._pipeline.apply import apply, apply_flow, scan, transaction
+from memkit._pipeline.effects import CountAdds, Embed, Flow, Get, GraphCall, Transaction, WriteFlow
+from memkit._pipeline.graph import GraphSettings
 from memkit._pipeline.lifecycle import Lifecycle, flush_flow, scope_key
 from memkit._pipeline.versions import end, valid_at
 from memkit._time import to_datetime
+from memkit.graph.base import GraphScope
 from memkit.stores.base import Record, WriteBatch
 
 WORD_OVERLAP = 0.5
@@ -42,7 +44,8 @@ _WORD = re.compile(r"\w+")
 
 
 def consolidate_flow(selection: Filter | None, threshold: float, dry_run: bool, now: str,
-                     lifecycle: Lifecycle) -> Flow[ConsolidationResult]:
+                     lifecycle: Lifecycle,
+                     graph: GraphSettings | None = None) -> Flow[ConsolidationResult]:
     if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not (
             0.0 < threshold <= 1.0):
         raise MemkitError(f"threshold must be a number in (0, 1], got {threshold!r}"[:300])
@@ -64,7 +67,7 @@ def consolidate_flow(selection: Filter | None, threshold: float, dry_run: bool, 
                 keeper=keeper.to_item(confidence=lifecycle.confidence(keeper, now)),
                 merged=[r.to_item(confidence=lifecycle.confidence(r, now)) for r in merged]))
             if not dry_run:
-                yield from _write(keeper, merged, now)
+                yield from _write(keeper, merged, now, graph)
     return result
 
 
@@ -118,8 +121,10 @@ def merge(cluster: list[Record], lifecycle: Lifecycle, now: str) -> tuple[Record
     return united, others
 
 
-def _write(keeper: Record, merged: list[Record], now: str) -> Flow[None]:
-    """End the merged memories and splice their version chains in behind the keeper's."""
+def _write(keeper: Record, merged: list[Record], now: str,
+           graph: GraphSettings | None) -> Flow[None]:
+    """End the merged memories and splice their version chains in behind the keeper's;
+    re-point the graph's relations from them to the keeper."""
     changes: dict[str, Record] = {keeper.id: keeper}
     link_to = keeper  # whose ``supersedes`` points at the next merged chain
     for other in merged:
@@ -138,8 +143,28 @@ def _write(keeper: Record, merged: list[Record], now: str) -> Flow[None]:
         id=str(uuid.uuid4()), memory_id=r.id, event="DELETE", old_value=r.memory,
         new_value=None, timestamp=to_datetime(now), is_deleted=True, user_id=r.user_id,
         agent_id=r.agent_id, run_id=r.run_id) for r in merged]
-    yield from apply(WriteBatch(updates=list(changes.values()), history=history,
-                                dedup_scope=scope_key(keeper)))
+    batch = WriteBatch(updates=list(changes.values()), history=history,
+                       dedup_scope=scope_key(keeper))
+    if graph is None:
+        yield from apply(batch)
+        return
+    scope = GraphScope(keeper.user_id, keeper.agent_id, keeper.run_id)
+    moves = tuple((r.id, keeper.id) for r in merged)
+    if graph.joined:
+        yield Transaction(transaction(batch).key, _together(batch, scope, moves))
+    else:
+        yield from apply(batch)
+        yield Transaction(transaction(batch).key, _repoint(scope, moves))
+
+
+def _together(batch: WriteBatch, scope: GraphScope,
+              moves: tuple[tuple[str, str], ...]) -> WriteFlow[None]:
+    yield from apply_flow(batch)
+    yield from _repoint(scope, moves)
+
+
+def _repoint(scope: GraphScope, moves: tuple[tuple[str, str], ...]) -> WriteFlow[None]:
+    yield GraphCall("repoint", (scope, moves))
 
 
 def _oldest(record: Record, changes: dict[str, Record]) -> Flow[Record]:
@@ -158,7 +183,8 @@ def _oldest(record: Record, changes: dict[str, Record]) -> Flow[Record]:
 
 
 def auto_flow(added: Flow[AddResult], scope: Filter | None, every: int | None,
-              threshold: float, now: str, lifecycle: Lifecycle) -> Flow[AddResult]:
+              threshold: float, now: str, lifecycle: Lifecycle,
+              graph: GraphSettings | None = None) -> Flow[AddResult]:
     """Run ``added`` (an add), then consolidate its scope when every ``every`` adds to it
     have written ``every`` memories."""
     result = yield from added
@@ -168,5 +194,6 @@ def auto_flow(added: Flow[AddResult], scope: Filter | None, every: int | None,
     key = "" if scope is None else scope.model_dump_json()
     due: bool = yield CountAdds(key, written, every)
     if due:
-        yield from consolidate_flow(scope, threshold, False, now, lifecycle)
+        report = yield from consolidate_flow(scope, threshold, False, now, lifecycle, graph)
+        return result.model_copy(update={"consolidation": report})
     return result

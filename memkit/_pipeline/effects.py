@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
 from memkit._filters import Filter
-from memkit._models import HistoryRecord
+from memkit._models import HistoryRecord, SearchLogEntry
 from memkit.llms.base import LLMRequest
 from memkit.stores.base import Order, Record, Vector
 
@@ -114,6 +114,7 @@ class NoteAccess:
 
     records: tuple[Record, ...]
     at: str
+    useful: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +130,26 @@ class CountAdds:
     key: str
     count: int
     every: int
+
+
+@dataclass(frozen=True, slots=True)
+class Monotonic:
+    """-> float: seconds on a monotonic clock (to time an operation)"""
+
+
+@dataclass(frozen=True, slots=True)
+class LogSearch:
+    """-> None: append a search to the search log (memkit._pipeline.feedback)"""
+
+    entry: SearchLogEntry
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSearchLog:
+    """-> list[SearchLogEntry], newest first"""
+
+    scope: tuple[tuple[str, str], ...]
+    limit: int
 
 
 # -- inside a Transaction ----------------------------------------------------------
@@ -165,7 +186,7 @@ class AppendHistory:
 Effect: TypeAlias = (
     Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction | ReadHistory
     | ReadEvent | ResetStore | ResetHistory | NoteAccess | TakeAccesses
-    | CountAdds | GraphCall
+    | CountAdds | GraphCall | Monotonic | LogSearch | ReadSearchLog
 )
 WriteEffect: TypeAlias = ListRecords | Insert | Update | Delete | AppendHistory | GraphCall
 T = TypeVar("T")

@@ -9,12 +9,14 @@ A record stores ``confidence`` as of its anchor, its last access
 with the half-life of its ``memory_type`` (``None``: it never decays). A search
 hit reinforces it: the effective confidence at the access plus ``step`` (0.1),
 capped at 1.0, becomes the stored confidence and the access its new anchor.
-Accesses are buffered (:class:`AccessLog`) and written together, one
+Feedback goes the same way: ``useful=True`` counts as an access, ``useful=False``
+takes ``penalty`` (0.2) off instead, floored at 0. Accesses are buffered (:class:`AccessLog`) and written together, one
 transaction per scope, by :func:`flush_flow`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import uuid
@@ -80,6 +82,7 @@ class Lifecycle:
     default_half_life: float | None = DEFAULT_HALF_LIFE
     reinforce: bool = False
     step: float = 0.1
+    penalty: float = 0.2
 
     def half_life(self, memory_type: str | None) -> float | None:
         """Days, or ``None`` for a type that never decays."""
@@ -93,18 +96,26 @@ class Lifecycle:
         days = self.half_life(record.memory_type)
         if not self.decay or days is None:
             return stored
-        anchor = record.last_accessed_at or record.updated_at
-        elapsed = (to_datetime(now) - to_datetime(anchor)).total_seconds()
+        elapsed = _epoch(now) - _epoch(record.last_accessed_at or record.updated_at)
         if elapsed <= 0:
             return stored
         return float(stored * 0.5 ** (elapsed / (days * DAY_SECONDS)))
 
-    def reinforced(self, record: Record, hits: int, at: str) -> Record:
-        """The record after ``hits`` accesses, the last at ``at``."""
-        boosted = min(1.0, self.confidence(record, at) + self.step * hits)
+    def reinforced(self, record: Record, hits: int, at: str, misses: int = 0) -> Record:
+        """The record after ``hits`` accesses (useful ones) and ``misses`` (feedback that
+        it was not useful), the last at ``at``."""
+        changed = self.confidence(record, at) + self.step * hits - self.penalty * misses
         last = max(at, record.last_accessed_at or at)
-        return replace(record, confidence=round(boosted, 9), last_accessed_at=last,
-                       access_count=(record.access_count or 0) + hits, vector=None)
+        return replace(record, confidence=round(min(1.0, max(0.0, changed)), 9),
+                       last_accessed_at=last, access_count=(record.access_count or 0) + hits,
+                       vector=None)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _epoch(timestamp: str) -> float:
+    """Seconds since 1970 of a stored timestamp; cached, as a search reads the same anchors
+    (and one "now") over and over."""
+    return to_datetime(timestamp).timestamp()
 
 
 def rank(hits: Sequence[Hit], lifecycle: Lifecycle, now: str,
@@ -138,6 +149,7 @@ class Access:
     hash: str
     hits: int
     last: str
+    misses: int = 0
 
 
 class AccessLog:
@@ -148,16 +160,17 @@ class AccessLog:
         self._pending: dict[str, Access] = {}
         self._lock = threading.Lock()
 
-    def note(self, records: list[Record], at: str) -> bool:
-        """Record one access of each record at ``at``; whether a flush is due."""
+    def note(self, records: list[Record], at: str, useful: bool = True) -> bool:
+        """Record one access of each record at ``at`` (``useful=False``: feedback that it
+        was not useful); whether a flush is due."""
         with self._lock:
             for record in records:
                 seen = self._pending.get(record.id)
                 if seen is None:
-                    self._pending[record.id] = Access(scope_key(record), record.hash, 1, at)
-                else:
-                    seen.hits += 1
-                    seen.last = max(seen.last, at)
+                    seen = self._pending[record.id] = Access(scope_key(record), record.hash, 0, at)
+                seen.hits += useful
+                seen.misses += not useful
+                seen.last = max(seen.last, at)
             return len(self._pending) >= self.flush_every
 
     def take(self) -> dict[str, Access]:
@@ -211,7 +224,8 @@ def _reinforce(accesses: dict[str, Access], lifecycle: Lifecycle) -> WriteFlow[i
     hashes = Condition(field="hash", operator="in", value=tuple(sorted({a.hash for a in
                                                                          accesses.values()})))
     found: list[Record] = yield from scan(all_of(first.scope, hashes))
-    updates = tuple(lifecycle.reinforced(r, accesses[r.id].hits, accesses[r.id].last)
+    updates = tuple(lifecycle.reinforced(r, accesses[r.id].hits, accesses[r.id].last,
+                                         accesses[r.id].misses)
                     for r in found if r.id in accesses and r.hash == accesses[r.id].hash)
     if updates:
         yield Update(updates)

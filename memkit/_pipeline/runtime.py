@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar
@@ -31,9 +32,12 @@ from memkit._pipeline.effects import (
     Insert,
     KeywordSearch,
     ListRecords,
+    LogSearch,
+    Monotonic,
     NoteAccess,
     ReadEvent,
     ReadHistory,
+    ReadSearchLog,
     ResetHistory,
     ResetStore,
     Search,
@@ -95,8 +99,10 @@ class Runtime:
                            lambda: self.llm.acomplete(request), store=False)
             case Embed(texts):
                 return Job(lambda: self._embed(texts), lambda: self._aembed(texts), store=False)
-            case NoteAccess(records, at):
-                return _local(lambda: self.accesses.note(list(records), at))
+            case NoteAccess(records, at, useful):
+                return _local(lambda: self.accesses.note(list(records), at, useful))
+            case Monotonic():
+                return _local(time.perf_counter)
             case TakeAccesses():
                 return _local(self.accesses.take)
             case CountAdds(key, count, every):
@@ -225,6 +231,10 @@ def store_job(effect: Effect | WriteEffect, store: VectorStore, history: History
             return job(history.get, history.aget, memory_id)
         case ReadEvent(event_id):
             return job(history.event, history.aevent, event_id)
+        case LogSearch(entry):
+            return job(history.log_searches, history.alog_searches, [entry])
+        case ReadSearchLog(scope, limit):
+            return job(history.searches, history.asearches, dict(scope), limit)
         case ResetStore():
             return job(store.reset, store.areset)
         case ResetHistory():

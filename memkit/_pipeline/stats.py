@@ -7,18 +7,22 @@ from collections import Counter
 from memkit._filters import Filter
 from memkit._models import MemoryStats
 from memkit._pipeline.apply import scan
-from memkit._pipeline.effects import Flow
+from memkit._pipeline.effects import Flow, GraphCall
 from memkit._pipeline.lifecycle import Lifecycle, flush_flow
 from memkit._pipeline.versions import is_valid
+from memkit.graph.base import GraphScope, Relation
 from memkit.stores.base import Record
 
 BINS = 10
 MOST_ACCESSED = 10
+TOP_ENTITIES = 10
 
 
-def stats_flow(selection: Filter | None, now: str, lifecycle: Lifecycle) -> Flow[MemoryStats]:
+def stats_flow(selection: Filter | None, now: str, lifecycle: Lifecycle,
+               graph: bool = False) -> Flow[MemoryStats]:
     """Counts by type (current memories) and by state, growth per day, the confidence
-    histogram (ten bins over [0, 1]) and the most accessed memories."""
+    histogram (ten bins over [0, 1]), the most accessed memories and, with a ``graph``,
+    the entities with the most open relations in the current memories' scopes."""
     yield from flush_flow(lifecycle)
     records: list[Record] = yield from scan(selection)
     replaced = {r.supersedes for r in records if r.supersedes is not None}
@@ -45,7 +49,18 @@ def stats_flow(selection: Filter | None, now: str, lifecycle: Lifecycle) -> Flow
                                          "future")},
         growth=dict(sorted(growth.items())), confidence_histogram=histogram,
         most_accessed=[r.to_item(confidence=lifecycle.confidence(r, now)) for r in accessed],
+        top_entities=(yield from _top_entities(current)) if graph else {},
         decay=lifecycle.decay)
+
+
+def _top_entities(current: list[Record]) -> Flow[dict[str, int]]:
+    scopes = {GraphScope(r.user_id, r.agent_id, r.run_id) for r in current}
+    degree: Counter[str] = Counter()
+    for scope in sorted(scopes, key=lambda s: s.key):
+        relations: list[Relation] = yield GraphCall("relations", (scope,))
+        for relation in relations:
+            degree.update((relation.source, relation.target))
+    return dict(sorted(degree.items(), key=lambda pair: (-pair[1], pair[0]))[:TOP_ENTITIES])
 
 
 def _state(record: Record, now: str, replaced: set[str]) -> str:

@@ -393,39 +393,17 @@ def import_(
 
 
 @app.command()
-def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """How many current memories, per user, agent and run, how many past versions and
-    deleted ones, and where they are kept."""
-    from collections import Counter
+def stats(ctx: typer.Context, user_id: UserOpt = None, agent_id: AgentOpt = None,
+          run_id: RunOpt = None, as_json: JsonOpt = False) -> None:
+    """Memories by type and state, growth per day, a confidence histogram, the most accessed
+    memories and top entities, of a scope (every scope without -u/-a/-r)."""
+    from memkit.cli._stats import render_stats
 
-    counters: dict[str, Counter[str]] = {f: Counter() for f in ("user_id", "agent_id", "run_id")}
-    total = ended = 0
     with _memory(ctx) as memory:
-        for record in memory.export():
-            if record.valid_to is not None:  # a past version, or a deleted memory
-                ended += 1
-                continue
-            total += 1
-            for name, counter in counters.items():
-                if (value := getattr(record, name)) is not None:
-                    counter[value] += 1
-        data = {
-            "memories": total,
-            "ended": ended,
-            "store": memory.config.vector_store.provider,
-            "embedder": memory.embedder.model_name,
-            **{f"{name}s": dict(c.most_common()) for name, c in counters.items()},
-        }
-
-    def render() -> None:
-        print(f"{total} memories in {data['store']} (embedder {data['embedder']}), "
-              f"{ended} past versions or deleted")
-        for name, counter in counters.items():
-            if counter:
-                _table([{name: k, "memories": v} for k, v in counter.most_common(20)],
-                       [name, "memories"])
-
-    _emit(data, as_json, render)
+        report = memory.stats(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        data = {**report.model_dump(mode="json"), "store": memory.config.vector_store.provider,
+                "embedder": memory.embedder.model_name}
+    _emit(data, as_json, lambda: render_stats(data))
 
 
 @app.command()

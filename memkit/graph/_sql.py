@@ -258,6 +258,16 @@ class SQLGraph:
             yield Query(f"UPDATE {self.e} SET embedding = :embedding WHERE scope = :scope"
                         " AND id = :id AND embedding IS NULL", {}, rows)
 
+    def repoint(self, scope: GraphScope, moves: Sequence[tuple[str, str]]) -> Op[None]:
+        if not moves:
+            return
+        params = [{"scope": scope.key, "old": old, "new": new} for old, new in moves]
+        in_scope = f"relation_id IN (SELECT id FROM {self.r} WHERE scope = :scope)"
+        yield Query(f"INSERT INTO {self.m} (relation_id, memory_id) SELECT relation_id, :new"
+                    f" FROM {self.m} WHERE memory_id = :old AND {in_scope}"
+                    " ON CONFLICT DO NOTHING", {}, params)
+        yield Query(f"DELETE FROM {self.m} WHERE memory_id = :old AND {in_scope}", {}, params)
+
     def delete_relations(self, scope: GraphScope, ids: Sequence[str]) -> Op[int]:
         if not ids:
             return 0

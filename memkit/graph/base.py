@@ -242,6 +242,8 @@ class GraphOps(Protocol):
                 threshold: float) -> Generator[Any, Any, dict[str, str]]: ...
     def set_vectors(self, scope: GraphScope, names: Sequence[str],
                     vectors: Sequence[Sequence[float]]) -> Generator[Any, Any, None]: ...
+    def repoint(self, scope: GraphScope,
+                moves: Sequence[tuple[str, str]]) -> Generator[Any, Any, None]: ...
 
 
 def encode_vector(vector: Sequence[float]) -> str:
@@ -448,6 +450,14 @@ class GraphStore(ABC):
     async def aset_vectors(self, scope: GraphScope, names: Sequence[str],
                            vectors: Sequence[Sequence[float]]) -> None:
         await self._arun(self.ops.set_vectors(scope, names, vectors))
+
+    def repoint(self, scope: GraphScope, moves: Sequence[tuple[str, str]]) -> None:
+        """For each ``(old, new)`` memory id: relations that came from ``old`` come from
+        ``new`` instead (a consolidation merged ``old`` into ``new``)."""
+        self._run(self.ops.repoint(scope, moves))
+
+    async def arepoint(self, scope: GraphScope, moves: Sequence[tuple[str, str]]) -> None:
+        await self._arun(self.ops.repoint(scope, moves))
 
 
 def check_depth(depth: int) -> int:

@@ -163,6 +163,14 @@ class CypherGraph:
                              [e.id for e in found])
         return found
 
+    def repoint(self, scope: GraphScope, moves: Sequence[tuple[str, str]]) -> Op[None]:
+        for old, new in moves:  # one query per move: a relation may hold several of them
+            yield Cypher(
+                f"MATCH (:{self.label})-[r:{_REL}]->(:{self.label}) WHERE r.scope = $scope"
+                " AND $old IN r.memory_ids SET r.memory_ids = [m IN r.memory_ids WHERE m <> $old]"
+                " + CASE WHEN $new IN r.memory_ids THEN [] ELSE [$new] END",
+                {"scope": scope.key, "old": old, "new": new})
+
     def delete_relations(self, scope: GraphScope, ids: Sequence[str]) -> Op[int]:
         if not ids:
             return 0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from memkit._models import HistoryRecord
+from memkit._models import HistoryRecord, SearchLogEntry
 
 
 class HistoryStore(ABC):
@@ -30,6 +30,20 @@ class HistoryStore(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional
         """Release resources. Idempotent."""
+
+    def log_searches(self, entries: Sequence[SearchLogEntry]) -> None:
+        """Append searches to the search log (``lifecycle.search_log``)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no search log")
+
+    def searches(self, scope: Mapping[str, str], limit: int) -> list[SearchLogEntry]:
+        """The newest ``limit`` logged searches of ``scope`` (every field given must match)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no search log")
+
+    async def alog_searches(self, entries: Sequence[SearchLogEntry]) -> None:
+        await asyncio.to_thread(self.log_searches, entries)
+
+    async def asearches(self, scope: Mapping[str, str], limit: int) -> list[SearchLogEntry]:
+        return await asyncio.to_thread(self.searches, scope, limit)
 
     async def aadd(self, records: Sequence[HistoryRecord]) -> None:
         await asyncio.to_thread(self.add, records)

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from memkit._models import HistoryRecord
+from memkit._models import HistoryRecord, SearchLogEntry
 from memkit._postgres import (
     Op,
     PoolOwner,
@@ -28,6 +28,7 @@ from memkit._postgres import (
     resolve_dsn,
 )
 from memkit._time import to_datetime
+from memkit.history import _searches
 from memkit.history.base import HistoryStore
 
 _COLUMNS = (
@@ -105,6 +106,8 @@ class PostgresHistory(PoolOwner, HistoryStore):
         yield Statement(sql.SQL(
             "CREATE INDEX IF NOT EXISTS {i} ON {t} (memory_id, timestamp, seq)"
         ).format(i=sql.Identifier(f"{self.table}_memory"), t=self._table))
+        for statement in _searches.schema(self.table):
+            yield Statement(sql.SQL(statement))
 
     # -- operations, each written once -----------------------------------
     def insert_op(self, records: Sequence[HistoryRecord]) -> Op[None]:
@@ -139,11 +142,23 @@ class PostgresHistory(PoolOwner, HistoryStore):
 
     def _reset_op(self) -> Op[None]:
         yield Statement(sql.SQL("DELETE FROM {t}").format(t=self._table))
+        yield Statement(sql.SQL("DELETE FROM {t}").format(
+            t=sql.Identifier(f"{self.table}_searches")))
+
+    def _log_op(self, entries: Sequence[SearchLogEntry]) -> Op[None]:
+        yield Statement(sql.SQL(_searches.pyformat(_searches.insert(self.table))),
+                        [_searches.row(e) for e in entries], many=True)
+
+    def _searches_op(self, scope: Mapping[str, str], limit: int) -> Op[list[SearchLogEntry]]:
+        query, params = _searches.select(self.table, scope, limit)
+        rows = yield Statement(sql.SQL(_searches.pyformat(query)), params)
+        return [_searches.entry(row) for row in rows]
 
     def drop(self) -> None:
         """Delete the table."""
         with psycopg.connect(self.dsn) as conn:
-            drive(conn, _one(sql.SQL("DROP TABLE IF EXISTS {t}").format(t=self._table)))
+            drive(conn, _one(sql.SQL("DROP TABLE IF EXISTS {t}, {s}").format(
+                t=self._table, s=sql.Identifier(f"{self.table}_searches"))))
         self._ready = False
 
     # -- sync and async ---------------------------------------------------
@@ -170,6 +185,18 @@ class PostgresHistory(PoolOwner, HistoryStore):
 
     async def areset(self) -> None:
         await self._arun(self._reset_op())
+
+    def log_searches(self, entries: Sequence[SearchLogEntry]) -> None:
+        self._run(self._log_op(entries))
+
+    def searches(self, scope: Mapping[str, str], limit: int) -> list[SearchLogEntry]:
+        return self._run(self._searches_op(scope, limit))
+
+    async def alog_searches(self, entries: Sequence[SearchLogEntry]) -> None:
+        await self._arun(self._log_op(entries))
+
+    async def asearches(self, scope: Mapping[str, str], limit: int) -> list[SearchLogEntry]:
+        return await self._arun(self._searches_op(scope, limit))
 
 
 def _history(row: Sequence[Any]) -> HistoryRecord:

@@ -12,13 +12,14 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from memkit._errors import ConfigError
-from memkit._models import HistoryRecord
+from memkit._models import HistoryRecord, SearchLogEntry
 from memkit._time import to_datetime, to_iso
+from memkit.history import _searches
 from memkit.history.base import HistoryStore
 
 BUSY_TIMEOUT_SECONDS = 30.0
@@ -195,6 +196,8 @@ class SQLiteHistory(HistoryStore):
                 f'CREATE INDEX IF NOT EXISTS "{table}_memory"'
                 f' ON "{table}" (memory_id, timestamp, seq)'
             )
+            for statement in _searches.schema(table):
+                conn.execute(statement)
 
     def add(self, records: Sequence[HistoryRecord]) -> None:
         if not records:
@@ -225,6 +228,16 @@ class SQLiteHistory(HistoryStore):
     def reset(self) -> None:
         with self._db.write() as conn:
             conn.execute(f'DELETE FROM "{self._table}"')
+            conn.execute(f'DELETE FROM "{self._table}_searches"')
+
+    def log_searches(self, entries: Sequence[SearchLogEntry]) -> None:
+        with self._db.write() as conn:
+            conn.executemany(_searches.insert(self._table), [_searches.row(e) for e in entries])
+
+    def searches(self, scope: Mapping[str, str], limit: int) -> list[SearchLogEntry]:
+        query, params = _searches.select(self._table, scope, limit)
+        with self._db.snapshot() as conn:
+            return [_searches.entry(row) for row in conn.execute(query, params).fetchall()]
 
     def close(self) -> None:
         if self._owns_connection:

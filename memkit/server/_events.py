@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
+from memkit._models import ConsolidationResult
 from memkit._time import to_iso, utcnow
 from memkit.server._auth import Grant
 
-EventType = Literal["memory_created", "memory_updated", "memory_deleted"]
+EventType = Literal["memory_created", "memory_updated", "memory_deleted",
+                    "consolidation_complete"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +26,7 @@ class ChangeEvent:
     run_id: str | None = None
     memory: str | None = None
     timestamp: str = field(default_factory=lambda: to_iso(utcnow()))
+    details: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, type: EventType, id: str, scope: Mapping[str, str | None],
@@ -34,8 +38,28 @@ class ChangeEvent:
         return {"user_id": self.user_id, "agent_id": self.agent_id, "run_id": self.run_id}
 
     def sse(self) -> str:
-        data = {k: v for k, v in asdict(self).items() if k != "type"}
-        return f"event: {self.type}\ndata: {json.dumps(data)}\n\n"
+        data = {k: v for k, v in asdict(self).items() if k not in ("type", "details")}
+        return f"event: {self.type}\ndata: {json.dumps(data | (self.details or {}))}\n\n"
+
+
+def consolidation_events(report: ConsolidationResult,
+                         scope: Mapping[str, str | None]) -> list[ChangeEvent]:
+    """A ``memory_deleted`` per merged memory (it ended), then ``consolidation_complete``
+    once per scope that had clusters (the scope asked for when none had): how many
+    memories were examined, its clusters, and each keeper with the ids merged into it."""
+    scopes: dict[tuple[str | None, str | None, str | None], list[Any]] = {}
+    for cluster in report.clusters:
+        keeper = cluster.keeper
+        scopes.setdefault((keeper.user_id, keeper.agent_id, keeper.run_id), []).append(cluster)
+    if not scopes:
+        scopes[(scope.get("user_id"), scope.get("agent_id"), scope.get("run_id"))] = []
+    ended = [ChangeEvent("memory_deleted", m.id, m.user_id, m.agent_id, m.run_id)
+             for c in report.clusters for m in c.merged]
+    return [*ended, *(ChangeEvent(
+        "consolidation_complete", str(uuid.uuid4()), user, agent, run, details={
+            "examined": report.examined, "clusters": len(clusters),
+            "merged": {c.keeper.id: [m.id for m in c.merged] for c in clusters}})
+        for (user, agent, run), clusters in scopes.items())]
 
 
 @dataclass(eq=False, slots=True)

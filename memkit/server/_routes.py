@@ -24,7 +24,7 @@ from memkit import (
 from memkit._net import is_loopback
 from memkit.server._auth import LOCAL_GRANT, Grant, ScopeForbidden, find_grant, scope_for
 from memkit.server._errors import ERROR_RESPONSES, AuthError
-from memkit.server._events import Broadcaster, ChangeEvent, EventType
+from memkit.server._events import Broadcaster, ChangeEvent, EventType, consolidation_events
 from memkit.server._schemas import (
     AddBody,
     Deleted,
@@ -123,6 +123,8 @@ async def add_memories(body: AddBody, grant: Auth, mem: Mem, feed: Feed) -> AddR
     feed.publish(ChangeEvent.of(_CHANGES[ev.event], ev.id, _item_scope(ev),
                                 **({} if ev.event == "DELETE" else {"memory": ev.memory}))
                  for ev in result.results if ev.event in _CHANGES)
+    if result.consolidation is not None:  # lifecycle.consolidate_every
+        feed.publish(consolidation_events(result.consolidation, scope))
     return result
 
 

@@ -54,7 +54,11 @@ def test_memory_commands(tmp_path: Path) -> None:
     assert events == ["ADD", "UPDATE"]
 
     stats = memkit_json(db, "stats")
-    assert stats["memories"] == 2 and stats["user_ids"] == {"alice": 2}
+    assert stats["memories"] == 2 and stats["by_state"]["superseded"] == 1
+    assert stats["store"] == "sqlite" and sum(stats["confidence_histogram"]) == 2
+    shown = memkit(db, "stats", "-u", "alice").stdout
+    assert "2 current memories" in shown and "0.9-1.0 " + "█" * 40 + " 2" in shown
+    assert memkit_json(db, "stats", "-u", "nobody")["memories"] == 0
 
     assert memkit_json(db, "delete", tea) == {"deleted": 1}
     missing = memkit(db, "get", tea, check=False)

@@ -155,3 +155,13 @@ def test_names_resolve_by_spelling_alias_and_name_embedding(graph: Graph) -> Non
     assert graph.resolve(ALICE, ["Alice  Smith"]) == {"Alice  Smith": "Alice"}  # now an alias
     graph.delete_entities(ALICE, ["Alice"])
     assert graph.resolve(ALICE, ["alice smith"]) == {}
+
+
+def test_repoint_moves_relations_to_the_memory_that_absorbed_theirs(graph: Graph) -> None:
+    graph.upsert_relations(ALICE, [NewRelation("Alice", "likes", "Tea", memory_ids=("m1", "m2")),
+                                   NewRelation("Alice", "knows", "Bob", memory_ids=("m2",))], T1)
+    graph.upsert_relations(BOB, [NewRelation("Bob", "likes", "Tea", memory_ids=("m2",))], T1)
+    graph.repoint(ALICE, [("m2", "m1"), ("m3", "m1")])
+    assert {r.triple: r.memory_ids for r in graph.relations(ALICE)} == {
+        ("Alice", "LIKES", "Tea"): ("m1",), ("Alice", "KNOWS", "Bob"): ("m1",)}
+    assert graph.relations(BOB)[0].memory_ids == ("m2",)  # another scope is not touched

@@ -334,3 +334,25 @@ def test_graph_writes_commit_with_the_memories_or_after_them(make: Any, graph_ki
     else:  # Bolt writes come after the commit: the memory stays, without its relation
         assert stored == ["User works at Google"]
         assert m.get_entity_graph("user", user_id="alice").relations == []
+
+
+def test_seed000_10_5_consolidation_repoints_relations_and_stats_count_entities(make: Any) -> None:
+    llm = ScriptedLLM([
+        extraction(["User likes green tea"], [rel("user", "likes", "green tea", "person", "drink")]),
+        extraction(["user likes green tea!"], [rel("user", "drinks", "green tea", "person", "drink")]),
+        {"memory": [{"event": "ADD", "id": None, "text": "user likes green tea!",
+                     "old_memory": None}]},
+    ])
+    m = make(llm)
+    m.add("I like green tea", user_id="alice")
+    m.add("I drink green tea", user_id="alice")
+    report = m.consolidate(user_id="alice", dry_run=False)
+    [cluster] = report.clusters
+    [merged] = cluster.merged
+    relations = m.get_entity_graph("user", user_id="alice").relations
+    assert {r.relation for r in relations} == {"LIKES", "DRINKS"}  # none closed
+    assert all(r.memory_ids == [cluster.keeper.id] for r in relations)
+    assert merged.id not in {i for r in relations for i in r.memory_ids}
+    stats = m.stats(user_id="alice")
+    assert stats.top_entities == {"green tea": 2, "user": 2}
+    assert stats.memories == 1

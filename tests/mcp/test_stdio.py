@@ -27,7 +27,8 @@ CONFIG = {
 }
 TOOLS = {"add_memory", "search_memories", "get_memory", "list_memories", "update_memory",
          "delete_memory", "delete_all_memories", "memory_history", "memory_versions",
-         "memory_supersede", "memory_revert"}
+         "memory_supersede", "memory_revert", "get_memory_stats", "memory_consolidate",
+         "memory_feedback"}
 
 
 def _params() -> StdioServerParameters:
@@ -102,6 +103,12 @@ async def test_every_tool_over_stdio() -> None:
         assert dry["results"][0]["event"] == "ADD"
         assert "jazz" not in str(await _call(session, "list_memories"))
         tea = newer["id"]
+
+        stats = await _call(session, "get_memory_stats")
+        assert stats["memories"] == 2 and stats["by_state"]["superseded"] >= 1
+        assert (await _call(session, "memory_consolidate"))["dry_run"] is True
+        assert (await _call(session, "memory_feedback", memory_id=tea, useful=False))[
+            "useful"] is False
 
         assert await _call(session, "delete_memory", memory_id=tea) == {"deleted": tea}
         deleted = await _call(session, "delete_all_memories")

@@ -245,3 +245,31 @@ def test_prune_dry_run_changes_nothing_and_prune_keeps_versions(make_memory: Mak
     assert m.get(faded.id) is None and m.get(kept.id) is not None
     assert [v.memory for v in m.versions(faded.id)] == ["User liked kites"]
     assert [h.event for h in m.history(faded.id)] == ["ADD", "DELETE"]
+
+
+@pytest.mark.parametrize("store_name", ["memory", "sqlite"])
+def test_replayed_conversation_decay_and_reinforcement_rerank(make_memory: MakeMemory) -> None:
+    """Scores are relevance x confidence: a memory the user keeps coming back to rises above
+    one left alone, though decay off ranks by relevance alone."""
+    runs: dict[bool, dict[str, Any]] = {}
+    for decay in (False, True):
+        clock = Clock()
+        m = decaying(make_memory, clock, decay=decay, reinforce=True, flush_every=1)
+        for text in ("User drinks black coffee at work", "User drinks green tea at home"):
+            m.add(text, user_id="u", infer=False)
+        for day in (5, 10, 15, 20, 25):  # the user asks about tea now and then
+            clock.now = START + timedelta(days=day)
+            m.search("green tea at home", user_id="u", limit=1, mode="vector")
+        clock.now = START + timedelta(days=30)
+        found = m.search("User drinks coffee", user_id="u", mode="vector").results
+        runs[decay] = {r.memory.split()[2]: r for r in found}  # "black" or "green"
+        clock.now = START
+    tea, coffee = "green", "black"
+    off, on = runs[False], runs[True]
+    assert on[coffee].confidence == pytest.approx(0.5, abs=0.01)  # never accessed: 30 days
+    assert on[tea].confidence == pytest.approx(0.86, abs=0.01) and on[tea].access_count == 5
+    for drink in (tea, coffee):  # relevance x effective confidence
+        assert on[drink].score == pytest.approx(off[drink].score * on[drink].confidence, abs=1e-4)
+    assert list(off) == [coffee, tea]  # by relevance: the query names coffee
+    assert list(on) == [tea, coffee]  # relevance x confidence: tea was kept fresh
+    assert off[tea].confidence == off[coffee].confidence == 1.0

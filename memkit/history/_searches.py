@@ -1,0 +1,62 @@
+"""The search log's table, written once for SQLite and PostgreSQL.
+
+It sits beside the history table (``<history table>_searches``) and holds no
+query text unless the caller kept it (``lifecycle.search_log_text``). SQL here
+uses ``:name`` parameters; PostgreSQL's module turns them into ``%(name)s``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memkit._models import SearchLogEntry
+from memkit._time import to_datetime, to_iso
+
+COLUMNS = ("id", "timestamp", "query_hash", "query", "k", "result_ids", "latency_ms",
+           "user_id", "agent_id", "run_id")
+SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
+_PARAM = re.compile(r":([a-z_]+)")
+
+
+def schema(history_table: str) -> list[str]:
+    table = f"{history_table}_searches"
+    return [
+        f'CREATE TABLE IF NOT EXISTS "{table}" (id TEXT PRIMARY KEY, timestamp TEXT NOT NULL,'
+        " query_hash TEXT NOT NULL, query TEXT, k INTEGER NOT NULL, result_ids TEXT NOT NULL,"
+        " latency_ms REAL NOT NULL, user_id TEXT, agent_id TEXT, run_id TEXT)",
+        f'CREATE INDEX IF NOT EXISTS "{table}_time" ON "{table}" (timestamp)',
+    ]
+
+
+def insert(history_table: str) -> str:
+    return (f'INSERT INTO "{history_table}_searches" ({", ".join(COLUMNS)})'
+            f" VALUES ({', '.join(':' + c for c in COLUMNS)})")
+
+
+def row(entry: SearchLogEntry) -> dict[str, Any]:
+    return {**entry.model_dump(include=set(COLUMNS)), "timestamp": to_iso(entry.timestamp),
+            "result_ids": json.dumps(entry.result_ids)}
+
+
+def select(history_table: str, scope: Mapping[str, str],
+           limit: int) -> tuple[str, dict[str, Any]]:
+    """The newest ``limit`` searches made in ``scope`` (each field given must match)."""
+    fields = [f for f in SCOPE_FIELDS if f in scope]
+    where = " AND ".join(f"{f} = :{f}" for f in fields) or "1 = 1"
+    return (f'SELECT {", ".join(COLUMNS)} FROM "{history_table}_searches" WHERE {where}'
+            " ORDER BY timestamp DESC, id LIMIT :limit",
+            {**{f: scope[f] for f in fields}, "limit": limit})
+
+
+def entry(values: Sequence[Any]) -> SearchLogEntry:
+    data = dict(zip(COLUMNS, values, strict=True))
+    return SearchLogEntry(**data | {"timestamp": to_datetime(data["timestamp"]),
+                                    "result_ids": json.loads(data["result_ids"])})
+
+
+def pyformat(text: str) -> str:
+    """``:name`` parameters as psycopg's ``%(name)s``."""
+    return _PARAM.sub(r"%(\1)s", text)

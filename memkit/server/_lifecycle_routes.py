@@ -1,0 +1,82 @@
+"""The lifecycle endpoints: statistics, consolidation, feedback and the search log, bound
+to the API key's scope like memories."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import Field
+
+from memkit import ConsolidationResult, MemoryStats, SearchLogEntry
+from memkit.server._auth import scope_for
+from memkit.server._errors import ERROR_RESPONSES
+from memkit.server._events import consolidation_events
+from memkit.server._routes import Auth, Feed, Mem, _filters_param, visible
+from memkit.server._schemas import _Body
+
+lifecycle_router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES, tags=["lifecycle"])
+Id = Annotated[str | None, Query(min_length=1)]
+
+
+class ConsolidateBody(_Body):
+    user_id: str | None = Field(None, min_length=1)
+    agent_id: str | None = Field(None, min_length=1)
+    run_id: str | None = Field(None, min_length=1)
+    threshold: float | None = Field(None, gt=0, le=1, description="Cosine similarity of "
+                                    "near-duplicates (default: the server's configuration).")
+    dry_run: bool = Field(True, description="Only report the clusters (the default).")
+
+
+class FeedbackBody(_Body):
+    useful: bool
+
+
+class FeedbackAck(_Body):
+    id: str
+    useful: bool
+
+
+@lifecycle_router.get("/stats/", response_model=MemoryStats, summary="Statistics of a scope")
+async def stats(grant: Auth, mem: Mem, user_id: Id = None, agent_id: Id = None,
+                run_id: Id = None,
+                filters: Annotated[str | None, Query(description="A filter as a JSON object")]
+                = None) -> MemoryStats:
+    """Counts by type and state, growth per day, the confidence histogram, the most
+    accessed memories and, with a graph store, the top entities."""
+    scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    return await mem.stats(**scope, filters=_filters_param(filters))
+
+
+@lifecycle_router.post("/consolidate/", response_model=ConsolidationResult,
+                       summary="Merge near-duplicate memories")
+async def consolidate(body: ConsolidateBody, grant: Auth, mem: Mem,
+                      feed: Feed) -> ConsolidationResult:
+    """Clusters of near-duplicates per scope, each merged into its most confident member
+    (``dry_run``, the default, only reports them); a ``consolidation_complete`` event
+    follows a merge."""
+    scope: dict[str, Any] = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id,
+                                      run_id=body.run_id)
+    report = await mem.consolidate(**scope, threshold=body.threshold, dry_run=body.dry_run)
+    if not report.dry_run:
+        feed.publish(consolidation_events(report, scope))
+    return report
+
+
+@lifecycle_router.post("/memories/{memory_id}/feedback/", response_model=FeedbackAck,
+                       summary="Say whether a memory was useful")
+async def feedback(memory_id: str, body: FeedbackBody, grant: Auth, mem: Mem) -> FeedbackAck:
+    """Useful reinforces the memory as a search hit does; not useful lowers its confidence."""
+    await visible(mem, grant, memory_id)
+    await mem.feedback(memory_id, useful=body.useful)
+    return FeedbackAck(id=memory_id, useful=body.useful)
+
+
+@lifecycle_router.get("/searches/", response_model=list[SearchLogEntry],
+                      summary="The search log of a scope")
+async def search_log(grant: Auth, mem: Mem, user_id: Id = None, agent_id: Id = None,
+                     run_id: Id = None,
+                     limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[SearchLogEntry]:
+    """The newest logged searches (empty unless the server logs searches)."""
+    scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    return await mem.search_log(**scope, limit=limit)
