@@ -279,6 +279,18 @@ class ConsolidationResult(_Model):
         return sum(len(c.merged) for c in self.clusters)
 
 
+class ReembedResult(_Model):
+    """The outcome of ``Memory.reembed``: ``memories`` records (current memories, past
+    versions and deleted ones) now hold vectors of ``new_model``; ``seconds`` it took."""
+
+    memories: int
+    old_model: str
+    old_dimension: int
+    new_model: str
+    new_dimension: int
+    seconds: float
+
+
 class MemoryStats(_Model):
     """What ``Memory.stats`` reports. ``memories``: current ones; ``by_type``: current
     ones per ``memory_type`` ("untyped" without one); ``by_state``: every record as
