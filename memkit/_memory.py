@@ -432,7 +432,7 @@ def _stats(
 def _reembed(self: _Shell, embedder: Embedder, batch_size: int,
              on_progress: Progress | None) -> Flow[ReembedResult]:
     return reembed_flow(self._runtime.embedder, embedder, batch_size, time.perf_counter,
-                        on_progress)
+                        on_progress, graph=self._graph is not None)
 
 
 # -- graph ---------------------------------------------------------------------------

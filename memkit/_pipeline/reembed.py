@@ -24,6 +24,7 @@ from memkit._pipeline.effects import (
     DropShadow,
     Embed,
     Flow,
+    GraphCall,
     Insert,
     ListRecords,
     OnShadow,
@@ -43,16 +44,19 @@ ATTEMPTS = 5
 
 
 def reembed_flow(old: Embedder, new: Embedder, batch_size: int, timer: Callable[[], float],
-                 progress: Progress | None = None) -> Flow[ReembedResult]:
-    """Re-embed every record with ``new`` and switch the store (and the embedder) to it."""
+                 progress: Progress | None = None, graph: bool = False) -> Flow[ReembedResult]:
+    """Re-embed every record with ``new`` and switch the store (and the embedder) to it;
+    with ``graph``, the entity names' embeddings too (written in the switch's transaction,
+    which a graph sharing the store's file or database joins)."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
         raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
     started = timer()
+    names = (yield from _embed_names(new, batch_size)) if graph else None
     shadow: VectorStore = yield OpenShadow(new.dimension, new.model_name)
     try:
         for _ in range(ATTEMPTS):
             yield from _catch_up(shadow, new, batch_size, progress)
-            count: int | None = yield Transaction(EVERY_KEY, _switch(shadow))
+            count: int | None = yield Transaction(EVERY_KEY, _switch(shadow, names))
             if count is not None:
                 break
             progress = None  # the first pass reported the count
@@ -84,7 +88,8 @@ def _catch_up(shadow: VectorStore, embedder: Embedder, batch_size: int,
     yield from _copy(shadow, changed, gone)
 
 
-def _switch(shadow: VectorStore) -> WriteFlow[int | None]:
+def _switch(shadow: VectorStore,
+            names: dict[str, list[float]] | None) -> WriteFlow[int | None]:
     """Inside the store's transaction: the last changes, then the switch. Returns how many
     records the store holds, or ``None`` when a text changed since the last pass."""
     live = {r.id: r for r in (yield from scan(None))}
@@ -93,7 +98,21 @@ def _switch(shadow: VectorStore) -> WriteFlow[int | None]:
         return None
     yield from _copy(shadow, changed, gone)
     yield Switch(shadow)
+    if names is not None:  # a name embedded since loses its vector; its next mention sets one
+        ids = [id for id, _ in (yield GraphCall("embedded_names", ()))]
+        yield GraphCall("replace_vectors", (ids, [names.get(id) for id in ids]))
     return len(live)
+
+
+def _embed_names(embedder: Embedder, batch_size: int) -> Flow[dict[str, list[float]]]:
+    """The graph's entity names by ``embedder``: {entity id: vector}."""
+    entities: list[tuple[str, str]] = yield GraphCall("embedded_names", ())
+    vectors: dict[str, list[float]] = {}
+    for start in range(0, len(entities), batch_size):
+        batch = entities[start:start + batch_size]
+        rows = yield Embed(tuple(name for _, name in batch), embedder)
+        vectors.update((id, [float(x) for x in row]) for (id, _), row in zip(batch, rows, strict=True))
+    return vectors
 
 
 def _copy(shadow: VectorStore, changed: list[Record],

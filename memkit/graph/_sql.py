@@ -258,6 +258,18 @@ class SQLGraph:
             yield Query(f"UPDATE {self.e} SET embedding = :embedding WHERE scope = :scope"
                         " AND id = :id AND embedding IS NULL", {}, rows)
 
+    def embedded_names(self) -> Op[list[tuple[str, str]]]:
+        rows = yield Query(f"SELECT id, name FROM {self.e} WHERE embedding IS NOT NULL"
+                           " ORDER BY id", {})
+        return [(row[0], row[1]) for row in rows]
+
+    def replace_vectors(self, ids: Sequence[str],
+                        vectors: Sequence[Sequence[float] | None]) -> Op[None]:
+        rows = [{"id": id, "embedding": None if v is None else encode_vector(v)}
+                for id, v in zip(ids, vectors, strict=True)]
+        if rows:
+            yield Query(f"UPDATE {self.e} SET embedding = :embedding WHERE id = :id", {}, rows)
+
     def delete_relations(self, scope: GraphScope, ids: Sequence[str]) -> Op[int]:
         if not ids:
             return 0

@@ -334,3 +334,17 @@ def test_graph_writes_commit_with_the_memories_or_after_them(make: Any, graph_ki
     else:  # Bolt writes come after the commit: the memory stays, without its relation
         assert stored == ["User works at Google"]
         assert m.get_entity_graph("user", user_id="alice").relations == []
+
+
+def test_reembed_moves_the_entity_names_to_the_new_model(make: Any) -> None:
+    llm = ScriptedLLM([
+        extraction(["User works at Google"], [rel("user", "works at", "Google")]),
+        extraction(["User likes Google Cloud"], [rel("user", "likes", "Google Cloud")]),
+        {"memory": [{"event": "ADD", "id": None, "text": "User likes Google Cloud",
+                     "old_memory": None}]},
+    ])
+    m = make(llm, threshold=0.5)
+    m.add("I work at Google", user_id="alice")
+    m.reembed(HashEmbedder(32))
+    result = m.add("I like Google Cloud", user_id="alice")  # resolved by the new name vectors
+    assert triples(result.relations) == [("user", "LIKES", "Google")]
