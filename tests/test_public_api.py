@@ -14,7 +14,7 @@ EXPECTED = {
     "FilterError", "VectorStoreError", "LLMError", "EmbeddingError", "NotFoundError",
     "ConfigError", "Condition", "And", "Or", "Not", "Filter", "parse_filter", "__version__",
     "DeleteResult", "ExportedMemory", "ImportResult", "ConflictError", "MEMORY_TYPES",
-    "ConsolidationCluster", "ConsolidationResult", "MemoryStats",
+    "ConsolidationCluster", "ConsolidationResult", "MemoryStats", "ReembedResult",
     "EntityGraph", "GraphEntity", "GraphRelation",
 }
 
@@ -38,7 +38,7 @@ def test_memory_and_async_memory_have_the_same_methods() -> None:
 
     names = ["add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "reset",
              "export", "import_", "versions", "supersede", "purge", "revert", "prune",
-             "consolidate", "stats"]
+             "consolidate", "stats", "reembed"]
     for name in names:
         sync, async_ = getattr(memkit.Memory, name), getattr(memkit.AsyncMemory, name)
         assert inspect.signature(sync) == inspect.signature(async_)
