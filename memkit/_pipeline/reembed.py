@@ -97,10 +97,10 @@ def _switch(shadow: VectorStore,
     if stale:
         return None
     yield from _copy(shadow, changed, gone)
-    yield Switch(shadow)
     if names is not None:  # a name embedded since loses its vector; its next mention sets one
         ids = [id for id, _ in (yield GraphCall("embedded_names", ()))]
         yield GraphCall("replace_vectors", (ids, [names.get(id) for id in ids]))
+    yield Switch(shadow)  # last: nothing after it can fail and leave the store half switched
     return len(live)
 
 
