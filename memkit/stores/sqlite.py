@@ -512,12 +512,17 @@ class SQLiteStore(VectorStore):
         with self._write() as conn:  # what an interrupted re-embedding left
             _drop_tables(conn, name)
             conn.execute(f"DELETE FROM {_META} WHERE name = ?", (name,))
-        shadow = SQLiteStore.__new__(SQLiteStore)
-        VectorStore.__init__(shadow)
-        shadow.collection_name, shadow._db, shadow._history = name, self._db, None
-        shadow._setup()
+        shadow = self._beside(name)
         shadow.open(dimension, model)
         return shadow
+
+    def _beside(self, collection_name: str) -> SQLiteStore:
+        """Another collection on this store's connection (so in its file and transactions)."""
+        store = SQLiteStore.__new__(SQLiteStore)
+        VectorStore.__init__(store)
+        store.collection_name, store._db, store._history = collection_name, self._db, None
+        store._setup()
+        return store
 
     def switch(self, shadow: VectorStore) -> None:
         assert isinstance(shadow, SQLiteStore) and shadow._db is self._db
