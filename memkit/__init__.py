@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         MemoryItem,
         MemoryStats,
         OperationError,
+        ReembedResult,
         SearchLogEntry,
         SearchResult,
         Usage,
@@ -55,7 +56,7 @@ _LAZY = {
     "AddResult": "memkit._models", "HistoryList": "memkit._models", "HistoryRecord": "memkit._models",
     "DeleteResult": "memkit._models", "ExportedMemory": "memkit._models",
     "ConsolidationCluster": "memkit._models", "ConsolidationResult": "memkit._models",
-    "MemoryStats": "memkit._models",
+    "MemoryStats": "memkit._models", "ReembedResult": "memkit._models",
     "SearchLogEntry": "memkit._models",
     "ImportResult": "memkit._models", "EntityGraph": "memkit._models",
     "GraphEntity": "memkit._models", "GraphRelation": "memkit._models",
@@ -72,8 +73,9 @@ __all__ = [
     "DeleteResult", "EmbeddingError", "EntityGraph", "ExportedMemory", "Filter", "FilterError",
     "GraphEntity", "GraphRelation", "HistoryList",
     "HistoryRecord", "ImportResult", "LLMError", "MemkitError", "Memory", "MemoryConfig",
-    "MemoryEvent", "MemoryItem", "MemoryStats", "Not", "NotFoundError", "OperationError", "Or", "ScopeError",
-    "SearchLogEntry", "SearchResult", "Usage", "VectorStoreError", "__version__", "parse_filter",
+    "MemoryEvent", "MemoryItem", "MemoryStats", "Not", "NotFoundError", "OperationError", "Or",
+    "ReembedResult", "ScopeError", "SearchLogEntry",
+    "SearchResult", "Usage", "VectorStoreError", "__version__", "parse_filter",
 ]
 
 

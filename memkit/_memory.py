@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Self
@@ -23,6 +24,7 @@ from memkit._models import (
     ImportResult,
     MemoryItem,
     MemoryStats,
+    ReembedResult,
     SearchLogEntry,
     SearchResult,
 )
@@ -67,6 +69,7 @@ from memkit._pipeline.inputs import (
     timestamp_of,
 )
 from memkit._pipeline.lifecycle import Lifecycle, flush_flow, lifecycle_fields, prune_flow
+from memkit._pipeline.reembed import Progress, reembed_flow
 from memkit._pipeline.runtime import Runtime
 from memkit._pipeline.stats import stats_flow
 from memkit._pipeline.transfer import export_flow, import_flow
@@ -438,6 +441,12 @@ def _search_log(self: _Shell, user_id: str | None, agent_id: str | None, run_id:
     return search_log_flow(scope, limit_or_top_k(limit, None, 100))
 
 
+def _reembed(self: _Shell, embedder: Embedder, batch_size: int,
+             on_progress: Progress | None) -> Flow[ReembedResult]:
+    return reembed_flow(self._runtime.embedder, embedder, batch_size, time.perf_counter,
+                        on_progress, graph=self._graph is not None)
+
+
 # -- graph ---------------------------------------------------------------------------
 
 
@@ -765,6 +774,19 @@ class Memory(_Shell):
         """
         return self._runtime.run(import_flow(memories))
 
+    def reembed(self, embedder: Embedder, *, batch_size: int = 256,
+                on_progress: Progress | None = None) -> ReembedResult:
+        """Give every record (all scopes; past versions and deleted memories too) a vector
+        by ``embedder``, then use it from now on.
+
+        The new vectors are built beside the old ones, which keep answering searches
+        meanwhile; the store switches to them in one step. Reopening the store then needs
+        the new embedder (the old one raises :class:`ConfigError`). ``on_progress(done,
+        total)`` is called after each batch of ``batch_size`` texts. A failure leaves the
+        store as it was.
+        """
+        return self._runtime.run(_reembed(self, embedder, batch_size, on_progress))
+
     # -- graph (a graph store must be configured) --------------------------------------
     def get_entity(self, name: str, *, user_id: str | None = None, agent_id: str | None = None,
                    run_id: str | None = None) -> GraphEntity | None:
@@ -1044,6 +1066,11 @@ class AsyncMemory(_Shell):
         return await self._runtime.arun(import_flow(memories))
 
     # -- graph ---------------------------------------------------------------------------
+    async def reembed(self, embedder: Embedder, *, batch_size: int = 256,
+                      on_progress: Progress | None = None) -> ReembedResult:
+        """See :meth:`Memory.reembed`."""
+        return await self._runtime.arun(_reembed(self, embedder, batch_size, on_progress))
+
     async def get_entity(self, name: str, *, user_id: str | None = None,
                          agent_id: str | None = None, run_id: str | None = None,
                          ) -> GraphEntity | None:

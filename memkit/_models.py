@@ -282,6 +282,16 @@ class ConsolidationResult(_Model):
 
 
 AddResult.model_rebuild()
+class ReembedResult(_Model):
+    """The outcome of ``Memory.reembed``: ``memories`` records (current memories, past
+    versions and deleted ones) now hold vectors of ``new_model``; ``seconds`` it took."""
+
+    memories: int
+    old_model: str
+    old_dimension: int
+    new_model: str
+    new_dimension: int
+    seconds: float
 
 
 class MemoryStats(_Model):

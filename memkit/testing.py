@@ -119,14 +119,15 @@ class HashEmbedder(Embedder):
     """Deterministic bag-of-words embeddings: texts sharing words are near each other.
 
     Words are lower-cased and crudely stemmed, then hashed (md5, so stable across
-    processes) into ``dimension`` signed buckets.
+    processes) into ``dimension`` signed buckets. ``model_name`` tells stores apart
+    embedders that are otherwise alike (re-embedding tests).
     """
 
     __test__ = False
 
-    def __init__(self, dimension: int = 256) -> None:
+    def __init__(self, dimension: int = 256, model_name: str | None = None) -> None:
         self.dimension = dimension
-        self.model_name = f"hash-bow-{dimension}"
+        self.model_name = model_name or f"hash-bow-{dimension}"
 
     @staticmethod
     def _stem(word: str) -> str:

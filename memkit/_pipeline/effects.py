@@ -13,8 +13,9 @@ from typing import Any, TypeAlias, TypeVar
 
 from memkit._filters import Filter
 from memkit._models import HistoryRecord, SearchLogEntry
+from memkit.embeddings.base import Embedder
 from memkit.llms.base import LLMRequest
-from memkit.stores.base import Order, Record, Vector
+from memkit.stores.base import Order, Record, Vector, VectorStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +27,11 @@ class Complete:
 
 @dataclass(frozen=True, slots=True)
 class Embed:
-    """-> float32 matrix, one normalised row per text"""
+    """-> float32 matrix, one normalised row per text (by ``embedder``: by default the
+    configured one)"""
 
     texts: tuple[str, ...]
+    embedder: Embedder | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +155,29 @@ class ReadSearchLog:
     limit: int
 
 
+@dataclass(frozen=True, slots=True)
+class OpenShadow:
+    """-> VectorStore: an empty collection beside the store's, open for another embedder's
+    vectors (:meth:`VectorStore.shadow`)"""
+
+    dimension: int
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class DropShadow:
+    """-> None: drop a shadow collection that will not be switched to"""
+
+    shadow: VectorStore
+
+
+@dataclass(frozen=True, slots=True)
+class UseEmbedder:
+    """-> None: embed with ``embedder`` from now on (the store was switched to its vectors)"""
+
+    embedder: Embedder
+
+
 # -- inside a Transaction ----------------------------------------------------------
 
 
@@ -177,6 +203,22 @@ class Delete:
 
 
 @dataclass(frozen=True, slots=True)
+class OnShadow:
+    """-> what ``effect`` returns, run against the shadow collection instead of the store
+    (also an effect outside a transaction)"""
+
+    shadow: VectorStore
+    effect: ListRecords | Insert | Update | Delete
+
+
+@dataclass(frozen=True, slots=True)
+class Switch:
+    """-> None: the store serves the shadow collection from now on (:meth:`VectorStore.switch`)"""
+
+    shadow: VectorStore
+
+
+@dataclass(frozen=True, slots=True)
 class AppendHistory:
     """-> None"""
 
@@ -187,8 +229,11 @@ Effect: TypeAlias = (
     Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction | ReadHistory
     | ReadEvent | ResetStore | ResetHistory | NoteAccess | TakeAccesses
     | CountAdds | GraphCall | Monotonic | LogSearch | ReadSearchLog
+    | OpenShadow | DropShadow | UseEmbedder | OnShadow
 )
-WriteEffect: TypeAlias = ListRecords | Insert | Update | Delete | AppendHistory | GraphCall
+WriteEffect: TypeAlias = (
+    ListRecords | Insert | Update | Delete | AppendHistory | GraphCall | OnShadow | Switch
+)
 T = TypeVar("T")
 Flow: TypeAlias = Generator[Effect, Any, T]
 WriteFlow: TypeAlias = Generator[WriteEffect, Any, T]

@@ -24,6 +24,7 @@ from memkit._pipeline.effects import (
     Complete,
     CountAdds,
     Delete,
+    DropShadow,
     Effect,
     Embed,
     Flow,
@@ -35,15 +36,19 @@ from memkit._pipeline.effects import (
     LogSearch,
     Monotonic,
     NoteAccess,
+    OnShadow,
+    OpenShadow,
     ReadEvent,
     ReadHistory,
     ReadSearchLog,
     ResetHistory,
     ResetStore,
     Search,
+    Switch,
     TakeAccesses,
     Transaction,
     Update,
+    UseEmbedder,
     WriteEffect,
 )
 from memkit._pipeline.lifecycle import AccessLog, AddCounts
@@ -97,8 +102,12 @@ class Runtime:
             case Complete(request):
                 return Job(lambda: self.llm.complete(request),
                            lambda: self.llm.acomplete(request), store=False)
-            case Embed(texts):
-                return Job(lambda: self._embed(texts), lambda: self._aembed(texts), store=False)
+            case Embed(texts, embedder):
+                by = embedder or self.embedder
+                return Job(lambda: self._embed(texts, by), lambda: self._aembed(texts, by),
+                           store=False)
+            case UseEmbedder(embedder):
+                return _local(lambda: setattr(self, "embedder", embedder))
             case NoteAccess(records, at, useful):
                 return _local(lambda: self.accesses.note(list(records), at, useful))
             case Monotonic():
@@ -186,17 +195,18 @@ class Runtime:
         await asyncio.to_thread(self.llm.close)
 
     # -- shared ----------------------------------------------------------
-    def _embed(self, texts: Sequence[str]) -> Matrix:
-        return self._checked(texts, self.embedder.embed(texts) if texts else None)
+    def _embed(self, texts: Sequence[str], embedder: Embedder) -> Matrix:
+        return _checked(texts, embedder.embed(texts) if texts else None, embedder.dimension)
 
-    async def _aembed(self, texts: Sequence[str]) -> Matrix:
-        return self._checked(texts, await self.embedder.aembed(texts) if texts else None)
+    async def _aembed(self, texts: Sequence[str], embedder: Embedder) -> Matrix:
+        return _checked(texts, await embedder.aembed(texts) if texts else None,
+                        embedder.dimension)
 
-    def _checked(self, texts: Sequence[str], rows: object) -> Matrix:
-        dimension = self.embedder.dimension
-        if rows is None:
-            return np.zeros((0, dimension), dtype=np.float32)
-        return normalise(rows, len(texts), dimension)
+
+def _checked(texts: Sequence[str], rows: object, dimension: int) -> Matrix:
+    if rows is None:
+        return np.zeros((0, dimension), dtype=np.float32)
+    return normalise(rows, len(texts), dimension)
 
 
 def _local(call: Callable[[], T]) -> Job[T]:
@@ -214,6 +224,14 @@ def store_job(effect: Effect | WriteEffect, store: VectorStore, history: History
     or the transaction a write flow runs in (which a graph sharing the store's file or
     database joins)."""
     match effect:
+        case OnShadow(shadow, inner):
+            return store_job(inner, shadow, history, shadow)
+        case OpenShadow(dimension, model):
+            return job(store.shadow, store.ashadow, dimension, model)
+        case Switch(shadow):
+            return job(writer.switch, writer.aswitch, shadow)
+        case DropShadow(shadow):
+            return job(store.discard, store.adiscard, shadow)
         case GraphCall(method, args, kwargs):
             if graph is None:
                 raise ConfigError("no graph store is configured (graph_store=...)")

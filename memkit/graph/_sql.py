@@ -267,6 +267,17 @@ class SQLGraph:
                     f" FROM {self.m} WHERE memory_id = :old AND {in_scope}"
                     " ON CONFLICT DO NOTHING", {}, params)
         yield Query(f"DELETE FROM {self.m} WHERE memory_id = :old AND {in_scope}", {}, params)
+    def embedded_names(self) -> Op[list[tuple[str, str]]]:
+        rows = yield Query(f"SELECT id, name FROM {self.e} WHERE embedding IS NOT NULL"
+                           " ORDER BY id", {})
+        return [(row[0], row[1]) for row in rows]
+
+    def replace_vectors(self, ids: Sequence[str],
+                        vectors: Sequence[Sequence[float] | None]) -> Op[None]:
+        rows = [{"id": id, "embedding": None if v is None else encode_vector(v)}
+                for id, v in zip(ids, vectors, strict=True)]
+        if rows:
+            yield Query(f"UPDATE {self.e} SET embedding = :embedding WHERE id = :id", {}, rows)
 
     def delete_relations(self, scope: GraphScope, ids: Sequence[str]) -> Op[int]:
         if not ids:

@@ -244,6 +244,9 @@ class GraphOps(Protocol):
                     vectors: Sequence[Sequence[float]]) -> Generator[Any, Any, None]: ...
     def repoint(self, scope: GraphScope,
                 moves: Sequence[tuple[str, str]]) -> Generator[Any, Any, None]: ...
+    def embedded_names(self) -> Generator[Any, Any, list[tuple[str, str]]]: ...
+    def replace_vectors(self, ids: Sequence[str], vectors: Sequence[Sequence[float] | None],
+                        ) -> Generator[Any, Any, None]: ...
 
 
 def encode_vector(vector: Sequence[float]) -> str:
@@ -259,14 +262,17 @@ def nearest(vector: Sequence[float], candidates: Sequence[tuple[str, str]],
             threshold: float) -> str | None:
     """The id among ``candidates`` (id, encoded vector) whose vector is nearest to ``vector``
     by cosine, when that cosine is at least ``threshold``."""
-    if not candidates:
-        return None
     query = np.asarray(vector, dtype=np.float32)
-    matrix = np.stack([decode_vector(v) for _, v in candidates])
+    # vectors of another model (a re-embedding's failed graph write) compare with nothing
+    rows = [(id, row) for id, row in ((id, decode_vector(v)) for id, v in candidates)
+            if row.shape == query.shape]
+    if not rows:
+        return None
+    matrix = np.stack([row for _, row in rows])
     norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
     cosines = matrix @ query / np.where(norms == 0, 1.0, norms)
     best = int(np.argmax(cosines))
-    return candidates[best][0] if float(cosines[best]) >= threshold else None
+    return rows[best][0] if float(cosines[best]) >= threshold else None
 
 
 class NameLookups(Protocol):
@@ -458,6 +464,21 @@ class GraphStore(ABC):
 
     async def arepoint(self, scope: GraphScope, moves: Sequence[tuple[str, str]]) -> None:
         await self._arun(self.ops.repoint(scope, moves))
+    def embedded_names(self) -> list[tuple[str, str]]:
+        """``(id, name)`` of every entity with a name embedding, in every scope (re-embedding)."""
+        return self._run(self.ops.embedded_names())
+
+    async def aembedded_names(self) -> list[tuple[str, str]]:
+        return await self._arun(self.ops.embedded_names())
+
+    def replace_vectors(self, ids: Sequence[str],
+                        vectors: Sequence[Sequence[float] | None]) -> None:
+        """Replace the name embeddings of the entities ``ids`` (``None`` removes one)."""
+        self._run(self.ops.replace_vectors(ids, vectors))
+
+    async def areplace_vectors(self, ids: Sequence[str],
+                               vectors: Sequence[Sequence[float] | None]) -> None:
+        await self._arun(self.ops.replace_vectors(ids, vectors))
 
 
 def check_depth(depth: int) -> int:

@@ -219,6 +219,19 @@ class CypherGraph:
             "rows", [{"id": entity_id(scope, check_name(name)), "embedding": encode_vector(v)}
                      for name, v in zip(names, vectors, strict=True)])
 
+    def embedded_names(self) -> Op[list[tuple[str, str]]]:
+        rows = yield Cypher(f"MATCH (e:{self.label}) WHERE e.embedding IS NOT NULL"
+                            " RETURN e.id AS id, e.name AS name ORDER BY e.id", {})
+        return [(row["id"], row["name"]) for row in rows]
+
+    def replace_vectors(self, ids: Sequence[str],
+                        vectors: Sequence[Sequence[float] | None]) -> Op[None]:
+        yield from _each(
+            f"UNWIND $rows AS row MATCH (e:{self.label} {{id: row.id}})"
+            " SET e.embedding = row.embedding", {}, "rows",
+            [{"id": id, "embedding": None if v is None else encode_vector(v)}
+             for id, v in zip(ids, vectors, strict=True)])
+
     def entities(self, scope: GraphScope, names: Sequence[str] | None, type: str | None,
                  limit: int) -> Op[list[Entity]]:
         if names is not None:

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from memkit.history.base import HistoryStore
 
 Vector = npt.NDArray[np.float32]
+EVERY_KEY = "*"
+"""The :meth:`VectorStore.transaction` key that makes writers of every key wait."""
 Order = Literal["id", "newest"]
 """``list`` order: ascending id, or newest first (``created_at`` then id, descending)."""
 
@@ -239,6 +241,8 @@ class Writer(Protocol):
     async def aupdate(self, records: Sequence[Record]) -> None: ...
     async def adelete(self, ids: Sequence[str]) -> None: ...
     async def awrite_history(self, history: HistoryStore, rows: Sequence[HistoryRecord]) -> None: ...
+    def switch(self, shadow: VectorStore) -> None: ...
+    async def aswitch(self, shadow: VectorStore) -> None: ...
 
 
 class VectorStore(ABC):
@@ -279,7 +283,8 @@ class VectorStore(ABC):
 
         Yields the writer (the store itself, or a view of it bound to one
         connection). ``key`` names what the writes touch (the add's scope);
-        a store may let writers of different keys run at once. The default is
+        a store may let writers of different keys run at once, except with
+        ``EVERY_KEY``, which every writer waits for. The default is
         one lock for this store object, shared by sync and async writers.
         """
         with self._write_lock.hold():
@@ -339,6 +344,32 @@ class VectorStore(ABC):
     def count(self, filter: Filter | None = None) -> int:
         """How many records match ``filter``."""
 
+    # -- re-embedding (memkit._pipeline.reembed) -----------------------------
+    def shadow(self, dimension: int, model: str) -> VectorStore:
+        """An empty collection beside this one (same kind, same place), open for
+        ``dimension``-dimensional vectors of ``model``; re-embedding fills it while this
+        one keeps serving. What an interrupted migration left behind is dropped first."""
+        raise NotImplementedError(f"{type(self).__name__} cannot re-embed")
+
+    def switch(self, shadow: VectorStore) -> None:
+        """Serve ``shadow``'s collection from now on, in one step (called inside
+        :meth:`transaction`), and drop the old one. Opening the store with the old model
+        then raises :class:`~memkit.ConfigError`; with the new one it works."""
+        raise NotImplementedError(f"{type(self).__name__} cannot re-embed")
+
+    def discard(self, shadow: VectorStore) -> None:
+        """Drop a shadow collection that will not be switched to."""
+        raise NotImplementedError(f"{type(self).__name__} cannot re-embed")
+
+    async def ashadow(self, dimension: int, model: str) -> VectorStore:
+        return await asyncio.to_thread(self.shadow, dimension, model)
+
+    async def aswitch(self, shadow: VectorStore) -> None:
+        await asyncio.to_thread(self.switch, shadow)
+
+    async def adiscard(self, shadow: VectorStore) -> None:
+        await asyncio.to_thread(self.discard, shadow)
+
     # -- async (thread fallback) ----------------------------------------
     async def aopen(self, dimension: int, model: str) -> None:
         await asyncio.to_thread(self.open, dimension, model)
@@ -390,6 +421,7 @@ def cosine_to_score(cos: float) -> float:
 
 
 __all__ = [
+    "EVERY_KEY",
     "LIFECYCLE_FIELDS",
     "And",
     "Hit",

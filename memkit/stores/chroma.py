@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import copy
 import json
 from collections.abc import Callable, Generator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -50,7 +51,16 @@ from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter,
 from memkit._imports import require
 from memkit._time import to_datetime
 from memkit.stores._driven import DrivenStore, arun_calls, run_calls
-from memkit.stores.base import Hit, Order, Record, Vector, cosine_to_score, page_after
+from memkit.stores._generations import next_generation
+from memkit.stores.base import (
+    Hit,
+    Order,
+    Record,
+    Vector,
+    VectorStore,
+    cosine_to_score,
+    page_after,
+)
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
@@ -295,7 +305,7 @@ class ChromaStore(DrivenStore):
             raise ConfigError(
                 f"chroma collection names have 3 characters or more: {collection_name!r}"
             )
-        self.collection_name = collection_name
+        self.collection_name = self._live = collection_name
         self.path = path
         self.url = url if url is not None else (
             None if host is None else f"http://{host}:{port or 8000}"
@@ -320,6 +330,7 @@ class ChromaStore(DrivenStore):
         self._collection: Any = None
         self._acollection: Any = None
         self._dimension: int | None = None
+        self._model = ""
         self._meta: dict[str, Any] = {}
 
     @property
@@ -338,7 +349,7 @@ class ChromaStore(DrivenStore):
             chromadb = require("chromadb", "chroma")
             client = await chromadb.AsyncHttpClient(
                 host=self._host, port=self._port, ssl=self._ssl, settings=self._settings)
-            self._acollection = await client.get_collection(self.collection_name)
+            self._acollection = await client.get_collection(self._live)
         return await arun_calls(op, self._acollection, "chroma", transient=_unflushed)
 
     # -- lifecycle -------------------------------------------------------
@@ -356,7 +367,40 @@ class ChromaStore(DrivenStore):
                 f"dimensional vectors of {stored.get('memkit:model')!r}; got {dimension}-"
                 f"dimensional vectors of {model!r}"
             )
-        self._collection, self._dimension = collection, dimension
+        self._live = stored.get("memkit:live") or self.collection_name
+        if self._live != self.collection_name:
+            collection = self._client.get_collection(self._live, embedding_function=None)
+        self._collection, self._dimension, self._model = collection, dimension, model
+
+    # -- re-embedding (see memkit.stores._generations) --------------------
+    def shadow(self, dimension: int, model: str) -> ChromaStore:
+        shadow = copy.copy(self)
+        shadow.collection_name = shadow._live = next_generation(self.collection_name, self._live)
+        shadow._collection = shadow._acollection = None
+        self._drop(shadow._live)  # what an interrupted re-embedding left
+        shadow.open(dimension, model)
+        return shadow
+
+    def switch(self, shadow: VectorStore) -> None:
+        """One write of the root collection's metadata (which then holds no records)."""
+        assert isinstance(shadow, ChromaStore)
+        root = self._client.get_collection(self.collection_name, embedding_function=None)
+        root.modify(metadata={"memkit:dimension": shadow._dimension,
+                              "memkit:model": shadow._model, "memkit:live": shadow._live})
+        if self._live == self.collection_name:
+            self._run(self._reset())
+        else:
+            self._drop(self._live)
+        self._live, self._dimension = shadow._live, shadow._dimension
+        self._collection, self._acollection = shadow._collection, None
+
+    def discard(self, shadow: VectorStore) -> None:
+        assert isinstance(shadow, ChromaStore)
+        self._drop(shadow._live)
+
+    def _drop(self, name: str) -> None:
+        if name in {c.name for c in self._client.list_collections()}:
+            self._client.delete_collection(name)
 
     async def aopen(self, dimension: int, model: str) -> None:
         await asyncio.to_thread(self.open, dimension, model)

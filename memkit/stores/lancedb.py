@@ -22,6 +22,7 @@ run in a worker thread. Writes hold the store's lock (see docs/backends.md).
 from __future__ import annotations
 
 import builtins
+import copy
 import json
 import re
 import threading
@@ -31,6 +32,7 @@ from typing import Any, ClassVar
 from memkit._errors import ConfigError, VectorStoreError
 from memkit._filters import Filter, Scalar
 from memkit._imports import require
+from memkit.stores._generations import next_generation
 from memkit.stores._typed import Dialect, slots, translate
 from memkit.stores.base import (
     Hit,
@@ -98,10 +100,11 @@ class LanceDBStore(VectorStore):
         self._opening = threading.Lock()
         lancedb = require("lancedb", "lancedb")
         self.path = path
-        self.collection_name = collection_name
+        self.collection_name = self._live = collection_name
         self._db = lancedb.connect(path)
         self._table: Any = None
         self._dimension: int | None = None
+        self._model = ""
 
     # -- lifecycle -------------------------------------------------------
     def open(self, dimension: int, model: str) -> None:
@@ -113,7 +116,10 @@ class LanceDBStore(VectorStore):
         try:
             if name in self._db.table_names():
                 table = self._db.open_table(name)
-                stored = json.loads((table.schema.metadata or {}).get(b"memkit", b"null"))
+                # a re-embedded root: the id field's metadata (the schema's cannot be rewritten)
+                stored = json.loads(
+                    (table.schema.field("id").metadata or {}).get(b"memkit")
+                    or (table.schema.metadata or {}).get(b"memkit", b"null"))
                 if not isinstance(stored, dict):
                     raise ConfigError(f"lancedb table {name!r} was not created by memkit")
                 if (stored.get("dimension"), stored.get("model")) != (dimension, model):
@@ -122,6 +128,9 @@ class LanceDBStore(VectorStore):
                         f"of {stored.get('model')!r}; got {dimension}-dimensional vectors of "
                         f"{model!r}"
                     )
+                self._live = stored.get("live") or name
+                if self._live != name:
+                    table = self._db.open_table(self._live)
             else:
                 meta = json.dumps({"dimension": dimension, "model": model})
                 schema = pa.schema([
@@ -137,7 +146,36 @@ class LanceDBStore(VectorStore):
             raise
         except Exception as exc:
             raise VectorStoreError(f"lancedb: {exc}") from exc
-        self._table, self._dimension = table, dimension
+        self._table, self._dimension, self._model = table, dimension, model
+
+    # -- re-embedding (see memkit.stores._generations) --------------------
+    def shadow(self, dimension: int, model: str) -> LanceDBStore:
+        shadow = copy.copy(self)
+        shadow.collection_name = shadow._live = next_generation(self.collection_name, self._live)
+        shadow._table, shadow._opening = None, threading.Lock()
+        self._drop(shadow._live)  # what an interrupted re-embedding left
+        shadow.open(dimension, model)
+        return shadow
+
+    def switch(self, shadow: VectorStore) -> None:
+        """One write of the root table's metadata (the root then holds no rows)."""
+        assert isinstance(shadow, LanceDBStore)
+        meta = {"dimension": shadow._dimension, "model": shadow._model, "live": shadow._live}
+        root = self._db.open_table(self.collection_name)
+        root.replace_field_metadata("id", {"memkit": json.dumps(meta)})
+        if self._live == self.collection_name:
+            self.table.delete("TRUE")
+        else:
+            self._drop(self._live)
+        self._live, self._table, self._dimension = shadow._live, shadow._table, shadow._dimension
+
+    def discard(self, shadow: VectorStore) -> None:
+        assert isinstance(shadow, LanceDBStore)
+        self._drop(shadow._live)
+
+    def _drop(self, name: str) -> None:
+        if name in self._db.table_names():
+            self._db.drop_table(name)
 
     def close(self) -> None:
         self._table = None

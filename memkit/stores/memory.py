@@ -55,6 +55,20 @@ class InMemoryStore(VectorStore):
                 )
             self._dimension, self._model = dimension, model
 
+    def shadow(self, dimension: int, model: str) -> InMemoryStore:
+        shadow = InMemoryStore(self.collection_name)
+        shadow.open(dimension, model)
+        return shadow
+
+    def switch(self, shadow: VectorStore) -> None:
+        assert isinstance(shadow, InMemoryStore)
+        with self._lock:
+            self._records, self._dimension, self._model = (
+                shadow._records, shadow._dimension, shadow._model)
+
+    def discard(self, shadow: VectorStore) -> None:
+        shadow.reset()
+
     @contextmanager
     def transaction(self, key: str = "") -> Iterator[Writer]:
         """All or nothing: a failure part-way (history included) restores the records."""

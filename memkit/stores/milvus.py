@@ -40,7 +40,8 @@ import numpy as np
 from memkit._errors import ConfigError, FilterError, VectorStoreError
 from memkit._filters import Filter, Scalar
 from memkit._imports import require
-from memkit.stores._driven import DrivenStore, arun_calls, run_calls
+from memkit.stores._driven import arun_calls, run_calls
+from memkit.stores._generations import SwitchableStore
 from memkit.stores._typed import Dialect, slots, translate
 from memkit.stores.base import Hit, Order, Record, Vector, cosine_to_score, page_after
 
@@ -92,7 +93,7 @@ def _record(entity: dict[str, Any]) -> Record:
     return Record.from_payload(entity["id"], entity["record"])
 
 
-class MilvusStore(DrivenStore):
+class MilvusStore(SwitchableStore):
     """Memories as Milvus entities: a cosine vector, the record and its typed slots (JSON)."""
 
     provider = "milvus"
@@ -104,6 +105,7 @@ class MilvusStore(DrivenStore):
         super().__init__()
         self._opening = threading.Lock()
         self.uri, self.token, self.collection_name = uri, token, collection_name
+        self._live, self._model = collection_name, ""
         self._pymilvus: Any = require("pymilvus", "milvus")
         options: dict[str, Any] = {}
         if uri.endswith(".db"):
@@ -156,7 +158,18 @@ class MilvusStore(DrivenStore):
                 f"collection {name!r} holds {stored.get('dimension')}-dimensional vectors of "
                 f"{stored.get('model')!r}; got {dimension}-dimensional vectors of {model!r}"
             )
-        self._dimension = dimension
+        self._live = stored.get("live") or name
+        self._dimension, self._model = dimension, model
+
+    def _point_to(self, shadow: SwitchableStore) -> Op[None]:
+        assert isinstance(shadow, MilvusStore)
+        meta = {"dimension": shadow._dimension, "model": shadow._model, "live": shadow._live}
+        yield (lambda c: c.alter_collection_properties(
+            collection_name=self.collection_name, properties={"memkit": json.dumps(meta)}))
+
+    def _drop(self, name: str) -> Op[None]:
+        if (yield (lambda c: c.has_collection(collection_name=name))):
+            yield (lambda c: c.drop_collection(collection_name=name))
 
     def _schema(self, dimension: int) -> Any:
         data_type = self._pymilvus.DataType
@@ -174,7 +187,7 @@ class MilvusStore(DrivenStore):
         return index
 
     def _reset(self) -> Op[None]:
-        yield (lambda c: c.delete(collection_name=self.collection_name, filter='id >= ""'))
+        yield (lambda c: c.delete(collection_name=self._live, filter='id >= ""'))
 
     def _check(self, vector: Vector) -> None:
         if vector.shape != (self._dimension,):
@@ -194,13 +207,13 @@ class MilvusStore(DrivenStore):
         for start in range(0, len(rows), _PAGE):
             chunk = rows[start:start + _PAGE]
             yield (lambda c, chunk=chunk: c.upsert(  # type: ignore[misc]
-                collection_name=self.collection_name, data=chunk))
+                collection_name=self._live, data=chunk))
 
     def _update(self, records: Sequence[Record]) -> Op[None]:
         if not records:
             return
         wanted = [r.id for r in records]
-        found = yield (lambda c: c.get(collection_name=self.collection_name, ids=wanted,
+        found = yield (lambda c: c.get(collection_name=self._live, ids=wanted,
                                        output_fields=["id", "vector"]))
         old = {entity["id"]: entity["vector"] for entity in found}
         for record in records:
@@ -214,13 +227,13 @@ class MilvusStore(DrivenStore):
         for start in range(0, len(ids), _PAGE):
             chunk = list(ids[start:start + _PAGE])
             yield (lambda c, chunk=chunk: c.delete(  # type: ignore[misc]
-                collection_name=self.collection_name, ids=chunk))
+                collection_name=self._live, ids=chunk))
 
     def _where(self, filter: Filter | None) -> str:
         return 'id >= ""' if filter is None else translate(filter, Expr())
 
     def _get(self, id: str) -> Op[Record | None]:
-        found = yield (lambda c: c.get(collection_name=self.collection_name, ids=[id],
+        found = yield (lambda c: c.get(collection_name=self._live, ids=[id],
                                        output_fields=_FIELDS))
         return _record(found[0]) if found else None
 
@@ -229,7 +242,7 @@ class MilvusStore(DrivenStore):
         where = self._where(filter)
         # Milvus returns at most 16384 hits per search (its topk limit).
         result = yield (lambda c: c.search(
-            collection_name=self.collection_name, data=[vector.tolist()], anns_field="vector",
+            collection_name=self._live, data=[vector.tolist()], anns_field="vector",
             limit=min(limit, 16384), filter=where, output_fields=_FIELDS,
             search_params={"metric_type": "COSINE"}))
         return [Hit(_record({"id": hit["id"], "record": hit["entity"]["record"]}),
@@ -240,7 +253,7 @@ class MilvusStore(DrivenStore):
     ) -> Op[tuple[builtins.list[Record], str | None]]:
         # A query without a limit returns every match; Milvus has no order, so sort here.
         where = self._where(filter)
-        rows = yield (lambda c: c.query(collection_name=self.collection_name, filter=where,
+        rows = yield (lambda c: c.query(collection_name=self._live, filter=where,
                                         output_fields=["id", "created_at"]))
         keys = [Record(id=row["id"], memory="", hash="", updated_at="", created_at=row["created_at"])
                 for row in rows]
@@ -248,14 +261,14 @@ class MilvusStore(DrivenStore):
         if not wanted:
             return [], None
         page = [r.id for r in wanted]
-        found = yield (lambda c: c.get(collection_name=self.collection_name, ids=page,
+        found = yield (lambda c: c.get(collection_name=self._live, ids=page,
                                        output_fields=_FIELDS))
         by_id = {entity["id"]: _record(entity) for entity in found}
         return [by_id[r.id] for r in wanted if r.id in by_id], next_cursor
 
     def _count(self, filter: Filter | None) -> Op[int]:
         where = self._where(filter)
-        result = yield (lambda c: c.query(collection_name=self.collection_name, filter=where,
+        result = yield (lambda c: c.query(collection_name=self._live, filter=where,
                                           output_fields=["count(*)"]))
         return int(result[0]["count(*)"])
 

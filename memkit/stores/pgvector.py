@@ -68,7 +68,19 @@ from memkit._time import to_datetime, to_iso
 from memkit.history.base import HistoryStore
 from memkit.history.postgres import PostgresHistory
 from memkit.stores._driven import DrivenStore
-from memkit.stores.base import Hit, Order, Record, Vector, Writer, cosine_to_score, cursor_key, cursor_of
+from memkit.stores._generations import next_generation
+from memkit.stores.base import (
+    EVERY_KEY,
+    Hit,
+    Order,
+    Record,
+    Vector,
+    VectorStore,
+    Writer,
+    cosine_to_score,
+    cursor_key,
+    cursor_of,
+)
 
 pgvector_psycopg: Any = require("pgvector.psycopg", "pgvector")
 
@@ -368,13 +380,17 @@ class PgVectorStore(PoolOwner, DrivenStore):
         self.dsn = resolve_dsn(dsn)
         self.collection_name = check_name(collection_name)
         self.pool_size = pool_size
-        self._table = sql.Identifier(collection_name)
+        self._bind(collection_name)
         self._dimension: int | None = None
         self._iterative_scan = False
         self._pool: ConnectionPool[Any] | None = None
         self._apool: AsyncConnectionPool[Any] | None = None
         self._apool_lock = asyncio.Lock()
         self._pool_lock = threading.Lock()
+
+    def _bind(self, table: str) -> None:
+        """Use ``table``: the collection's own, or that of its last re-embedding."""
+        self._table_name, self._table = table, sql.Identifier(table)
 
     # -- connections ----------------------------------------------------
     def _sync_pool(self) -> ConnectionPool[Any]:
@@ -440,26 +456,29 @@ class PgVectorStore(PoolOwner, DrivenStore):
             "CREATE TABLE IF NOT EXISTS {meta} (name text PRIMARY KEY,"
             " dimension integer NOT NULL, model text NOT NULL)"
         ).format(meta=sql.Identifier(META_TABLE)))
+        yield Statement(sql.SQL("ALTER TABLE {meta} ADD COLUMN IF NOT EXISTS live text")
+                        .format(meta=sql.Identifier(META_TABLE)))
         yield Statement(
             sql.SQL("INSERT INTO {meta} VALUES (%(n)s, %(d)s, %(m)s) ON CONFLICT (name) DO NOTHING")
             .format(meta=sql.Identifier(META_TABLE)), {"n": name, "d": dimension, "m": model},
         )
         rows = yield Statement(
-            sql.SQL("SELECT dimension, model FROM {meta} WHERE name = %(n)s")
+            sql.SQL("SELECT dimension, model, live FROM {meta} WHERE name = %(n)s")
             .format(meta=sql.Identifier(META_TABLE)), {"n": name},
         )
-        stored_dimension, stored_model = rows[0]
+        stored_dimension, stored_model, live = rows[0]
         if (stored_dimension, stored_model) != (dimension, model):
             raise ConfigError(
                 f"collection {name!r} holds {stored_dimension}-dimensional vectors of "
                 f"{stored_model!r}; got {dimension}-dimensional vectors of {model!r}"
             )
+        self._bind(live or name)
         yield from self._schema(dimension)
         rows = yield Statement(sql.SQL("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
         return str(rows[0][0])
 
     def _schema(self, dimension: int) -> Iterable[Statement]:
-        t, name = self._table, self.collection_name
+        t, name = self._table, self._table_name
         yield Statement(sql.SQL(
             "CREATE TABLE IF NOT EXISTS {t} ("
             ' id text COLLATE "C" PRIMARY KEY,'
@@ -511,6 +530,49 @@ class PgVectorStore(PoolOwner, DrivenStore):
                     meta=sql.Identifier(META_TABLE)),
                 {"n": self.collection_name},
             )
+
+    # -- re-embedding -----------------------------------------------------
+    def shadow(self, dimension: int, model: str) -> PgVectorStore:
+        """A table ``<name>__g<n>`` with a ``memkit_collections`` row of its own until
+        :meth:`switch` points the collection's row at it."""
+        name = next_generation(self.collection_name, self._table_name)
+        shadow = PgVectorStore(self.dsn, name, pool_size=2)
+        shadow.drop()  # what an interrupted re-embedding left
+        shadow.open(dimension, model)
+        return shadow
+
+    def switch(self, shadow: VectorStore) -> None:
+        self._run(self._switch_op(shadow))
+        self._switched(shadow).close()
+
+    def discard(self, shadow: VectorStore) -> None:
+        assert isinstance(shadow, PgVectorStore)
+        shadow.drop()
+        shadow.close()
+
+    async def adiscard(self, shadow: VectorStore) -> None:
+        assert isinstance(shadow, PgVectorStore)
+        await asyncio.to_thread(shadow.drop)
+        await shadow.aclose()
+
+    def _switch_op(self, shadow: VectorStore) -> Op[None]:
+        """Point the collection's row at the shadow's table and drop the old table."""
+        assert isinstance(shadow, PgVectorStore)
+        meta = sql.Identifier(META_TABLE)
+        yield Statement(sql.SQL(
+            "UPDATE {meta} SET (dimension, model, live) = (SELECT dimension, model, %(t)s"
+            " FROM {meta} WHERE name = %(s)s) WHERE name = %(n)s").format(meta=meta),
+            {"t": shadow._table_name, "s": shadow.collection_name, "n": self.collection_name})
+        yield Statement(sql.SQL("DELETE FROM {meta} WHERE name = %(s)s").format(meta=meta),
+                        {"s": shadow.collection_name})
+        yield Statement(sql.SQL("DROP TABLE {t}").format(t=self._table))
+
+    def _switched(self, shadow: VectorStore) -> PgVectorStore:
+        """Serve the shadow's table; returns the shadow, whose connections are to close."""
+        assert isinstance(shadow, PgVectorStore)
+        self._bind(shadow._table_name)
+        self._dimension = shadow._dimension
+        return shadow
 
     # -- operations, each written once -----------------------------------
     def _reset(self) -> Op[None]:
@@ -681,6 +743,8 @@ class PgVectorStore(PoolOwner, DrivenStore):
             yield _Transaction(self, None, conn)
 
     def _lock_op(self, key: str) -> Op[None]:
+        if key == EVERY_KEY:  # writers of every key wait; readers do not
+            yield Statement(sql.SQL("LOCK TABLE {t} IN EXCLUSIVE MODE").format(t=self._table))
         yield Statement(sql.SQL("SELECT pg_advisory_xact_lock(%(key)s)"),
                         {"key": advisory_key("memkit-apply", self.collection_name, key)})
 
@@ -754,6 +818,15 @@ class _Transaction:
             return
         await colocated.aensure_table()
         await self._arun(colocated.insert_op(rows))
+
+    def switch(self, shadow: VectorStore) -> None:
+        """In this transaction, which holds the table (``EVERY_KEY``)."""
+        self._run(self.store._switch_op(shadow))
+        self.store._switched(shadow).close()
+
+    async def aswitch(self, shadow: VectorStore) -> None:
+        await self._arun(self.store._switch_op(shadow))
+        await self.store._switched(shadow).aclose()
 
 
 __all__ = ["META_TABLE", "PgVectorStore", "translate"]

@@ -53,7 +53,8 @@ from memkit._errors import ConfigError, FilterError, VectorStoreError
 from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or, Scalar
 from memkit._imports import require
 from memkit._time import to_datetime
-from memkit.stores._driven import DrivenStore, arun_calls, run_calls
+from memkit.stores._driven import arun_calls, run_calls
+from memkit.stores._generations import SwitchableStore
 from memkit.stores.base import Hit, Order, Record, Vector, cosine_to_score, page_after
 
 if TYPE_CHECKING:
@@ -238,7 +239,7 @@ def _record(point: Any) -> Record:
     return Record.from_payload(point.payload["id"], point.payload["record"])
 
 
-class QdrantStore(DrivenStore):
+class QdrantStore(SwitchableStore):
     """Memories as Qdrant points: a dense cosine vector, a sparse keyword vector, the payload."""
 
     provider = "qdrant"
@@ -257,8 +258,9 @@ class QdrantStore(DrivenStore):
     ) -> None:
         super().__init__()
         qdrant_client = require("qdrant_client", "qdrant")
-        self.collection_name = collection_name
+        self.collection_name = self._live = collection_name
         self._dimension: int | None = None
+        self._model = ""
         # qdrant-client's local mode is not thread-safe; a server client is.
         self._client_lock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         self.local = url is None and host is None
@@ -316,7 +318,18 @@ class QdrantStore(DrivenStore):
                     f"collection {name!r} holds {stored.get('dimension')}-dimensional vectors of "
                     f"{stored.get('model')!r}; got {dimension}-dimensional vectors of {model!r}"
                 )
-        self._dimension = dimension
+            self._live = stored.get("live") or name
+        self._dimension, self._model = dimension, model
+
+    def _point_to(self, shadow: SwitchableStore) -> Op[None]:
+        assert isinstance(shadow, QdrantStore)
+        meta = {"dimension": shadow._dimension, "model": shadow._model, "live": shadow._live}
+        yield (lambda c: c.update_collection(collection_name=self.collection_name,
+                                             metadata={"memkit": meta}))
+
+    def _drop(self, name: str) -> Op[None]:
+        if (yield (lambda c: c.collection_exists(collection_name=name))):
+            yield (lambda c: c.delete_collection(collection_name=name))
 
     def _check(self, vector: Vector) -> None:
         if self._dimension is not None and vector.shape != (self._dimension,):
@@ -346,14 +359,14 @@ class QdrantStore(DrivenStore):
         for start in range(0, len(points), _PAGE):
             chunk = points[start:start + _PAGE]
             yield (lambda c, chunk=chunk: c.upsert(  # type: ignore[misc]
-                collection_name=self.collection_name, points=chunk, wait=True))
+                collection_name=self._live, points=chunk, wait=True))
 
     def _update(self, records: Sequence[Record]) -> Op[None]:
         for record in records:
             yield from self._update_one(record)
 
     def _update_one(self, record: Record) -> Op[None]:
-        name = self.collection_name
+        name = self._live
         if (yield from self._get(record.id)) is None:
             raise VectorStoreError(f"no record {record.id} to update")
         if record.vector is not None:
@@ -373,22 +386,22 @@ class QdrantStore(DrivenStore):
     def _delete(self, ids: Sequence[str]) -> Op[None]:
         points = [_point_id(i) for i in ids]
         if points:
-            yield (lambda c: c.delete(collection_name=self.collection_name,
+            yield (lambda c: c.delete(collection_name=self._live,
                               points_selector=models.PointIdsList(points=points), wait=True))
 
     def _reset(self) -> Op[None]:
-        yield (lambda c: c.delete(collection_name=self.collection_name,
+        yield (lambda c: c.delete(collection_name=self._live,
                           points_selector=models.FilterSelector(filter=models.Filter()),
                           wait=True))
 
     def _get(self, id: str) -> Op[Record | None]:
-        points = yield (lambda c: c.retrieve(collection_name=self.collection_name, ids=[_point_id(id)],
+        points = yield (lambda c: c.retrieve(collection_name=self._live, ids=[_point_id(id)],
                                      with_payload=True, with_vectors=False))
         return _record(points[0]) if points else None
 
     def _query(self, query: Any, using: str, limit: int, filter: Filter | None) -> Op[list[Any]]:
         response = yield (lambda c: c.query_points(
-            collection_name=self.collection_name, query=query, using=using,
+            collection_name=self._live, query=query, using=using,
             query_filter=None if filter is None else translate(filter), limit=limit,
             with_payload=True, with_vectors=False,
         ))
@@ -417,7 +430,7 @@ class QdrantStore(DrivenStore):
         offset: Any = None
         while True:
             points, offset = yield (lambda c: c.scroll(
-                collection_name=self.collection_name,
+                collection_name=self._live,
                 scroll_filter=None if filter is None else translate(filter),
                 limit=10 * _PAGE, offset=offset,  # noqa: B023 - called at once
                 with_payload=["id", "record.created_at"], with_vectors=False,
@@ -429,14 +442,14 @@ class QdrantStore(DrivenStore):
         wanted, next_cursor = page_after(keys, order, cursor, limit)
         if not wanted:
             return [], None
-        points = yield (lambda c: c.retrieve(collection_name=self.collection_name,
+        points = yield (lambda c: c.retrieve(collection_name=self._live,
                                              ids=[_point_id(r.id) for r in wanted],
                                              with_payload=True, with_vectors=False))
         by_id = {r.id: r for r in map(_record, points)}
         return [by_id[r.id] for r in wanted if r.id in by_id], next_cursor
 
     def _count(self, filter: Filter | None) -> Op[int]:
-        result = yield (lambda c: c.count(collection_name=self.collection_name, exact=True,
+        result = yield (lambda c: c.count(collection_name=self._live, exact=True,
                                   count_filter=None if filter is None else translate(filter)))
         return int(result.count)
 

@@ -42,6 +42,7 @@ from memkit._filters import (
     check_field_name,
 )
 from memkit.history.sqlite import SQLiteConnection, SQLiteHistory, check_identifier
+from memkit.stores._generations import next_generation
 from memkit.stores.base import (
     LIFECYCLE_FIELDS,
     TEMPORAL_FIELDS,
@@ -387,31 +388,45 @@ class SQLiteStore(VectorStore):
         self.collection_name = check_identifier(collection_name, "collection name")
         self._db = SQLiteConnection(path)
         self._db.create_function(LOWER_FUNCTION, 1, _lower)
-        self._records = f'"{collection_name}_records"'
-        self._vectors = f'"{collection_name}_vectors"'
-        self._changes = f'"{collection_name}_changes"'
-        self._fts = f'"{collection_name}_fts"'
+        self._history: SQLiteHistory | None = None
+        self._setup()
+
+    def _setup(self) -> None:
+        """Find the tables the collection lives in (``live``: those of its last re-embedding,
+        else named after it) and create what is missing."""
         self._dimension: int | None = None
         self._index: _VectorIndex | None = None
         self._last_change = 0
         self._seen_version: int | None = None
         self._dirty = True
-        self._history: SQLiteHistory | None = None
         with self._write() as conn:
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {_META} (name TEXT PRIMARY KEY,"
+                " dimension INTEGER NOT NULL, model TEXT NOT NULL,"
+                " log_floor INTEGER NOT NULL DEFAULT 0)")
+            if "live" not in {row[1] for row in conn.execute(f"PRAGMA table_info({_META})")}:
+                conn.execute(f"ALTER TABLE {_META} ADD COLUMN live TEXT")
+            row = conn.execute(
+                f"SELECT live FROM {_META} WHERE name = ?", (self.collection_name,)).fetchone()
+            self._bind(row[0] if row is not None and row[0] else self.collection_name)
             self._create_schema(conn)
+
+    def _bind(self, tables: str) -> None:
+        self._tables = tables
+        self._records = f'"{tables}_records"'
+        self._vectors = f'"{tables}_vectors"'
+        self._changes = f'"{tables}_changes"'
+        self._fts = f'"{tables}_fts"'
 
     @property
     def path(self) -> str:
         return self._db.path
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
-        c = self.collection_name
+        c = self._tables
         r, v, ch, fts = self._records, self._vectors, self._changes, self._fts
         forget = f"INSERT INTO {fts} ({fts}, rowid, memory) VALUES ('delete', old.seq, old.memory);"
         statements = [
-            f"CREATE TABLE IF NOT EXISTS {_META} (name TEXT PRIMARY KEY,"
-            " dimension INTEGER NOT NULL, model TEXT NOT NULL,"
-            " log_floor INTEGER NOT NULL DEFAULT 0)",
             f"CREATE TABLE IF NOT EXISTS {r} (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
             " id TEXT NOT NULL UNIQUE, memory TEXT NOT NULL, hash TEXT NOT NULL,"
             " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, user_id TEXT, agent_id TEXT,"
@@ -488,6 +503,46 @@ class SQLiteStore(VectorStore):
 
     def close(self) -> None:
         self._db.close()
+
+    # -- re-embedding ------------------------------------------------------------------
+    def shadow(self, dimension: int, model: str) -> SQLiteStore:
+        """Tables ``<name>__g<n>_*`` in the same file, with a ``memkit_collections`` row of
+        their own until :meth:`switch` points the collection's row at them."""
+        name = next_generation(self.collection_name, self._tables)
+        with self._write() as conn:  # what an interrupted re-embedding left
+            _drop_tables(conn, name)
+            conn.execute(f"DELETE FROM {_META} WHERE name = ?", (name,))
+        shadow = self._beside(name)
+        shadow.open(dimension, model)
+        return shadow
+
+    def _beside(self, collection_name: str) -> SQLiteStore:
+        """Another collection on this store's connection (so in its file and transactions)."""
+        store = SQLiteStore.__new__(SQLiteStore)
+        VectorStore.__init__(store)
+        store.collection_name, store._db, store._history = collection_name, self._db, None
+        store._setup()
+        return store
+
+    def switch(self, shadow: VectorStore) -> None:
+        assert isinstance(shadow, SQLiteStore) and shadow._db is self._db
+        with self._write() as conn:
+            dimension, model, floor = conn.execute(
+                f"SELECT dimension, model, log_floor FROM {_META} WHERE name = ?",
+                (shadow.collection_name,)).fetchone()
+            conn.execute(
+                f"UPDATE {_META} SET dimension = ?, model = ?, log_floor = ?, live = ?"
+                " WHERE name = ?", (dimension, model, floor, shadow._tables, self.collection_name))
+            conn.execute(f"DELETE FROM {_META} WHERE name = ?", (shadow.collection_name,))
+            _drop_tables(conn, self._tables)
+        self._bind(shadow._tables)
+        self._dimension, self._index, self._last_change, self._dirty = dimension, None, 0, True
+
+    def discard(self, shadow: VectorStore) -> None:
+        assert isinstance(shadow, SQLiteStore) and shadow._db is self._db
+        with self._write() as conn:
+            _drop_tables(conn, shadow._tables)
+            conn.execute(f"DELETE FROM {_META} WHERE name = ?", (shadow.collection_name,))
 
     def history(self) -> SQLiteHistory:
         """The history log in this file, written in the same transactions as the records."""
@@ -750,6 +805,12 @@ class SQLiteStore(VectorStore):
                 f"SELECT count(*) FROM {self._records} WHERE {where}", params
             ).fetchone()
         return int(n)
+
+
+def _drop_tables(conn: sqlite3.Connection, tables: str) -> None:
+    """Drop a collection's tables (their indexes and triggers go with them)."""
+    for kind in ("fts", "changes", "vectors", "records"):
+        conn.execute(f'DROP TABLE IF EXISTS "{tables}_{kind}"')
 
 
 def _record_row(record: Record) -> tuple[Any, ...]:

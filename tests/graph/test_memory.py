@@ -356,3 +356,15 @@ def test_seed000_10_5_consolidation_repoints_relations_and_stats_count_entities(
     stats = m.stats(user_id="alice")
     assert stats.top_entities == {"green tea": 2, "user": 2}
     assert stats.memories == 1
+def test_reembed_moves_the_entity_names_to_the_new_model(make: Any) -> None:
+    llm = ScriptedLLM([
+        extraction(["User works at Google"], [rel("user", "works at", "Google")]),
+        extraction(["User likes Google Cloud"], [rel("user", "likes", "Google Cloud")]),
+        {"memory": [{"event": "ADD", "id": None, "text": "User likes Google Cloud",
+                     "old_memory": None}]},
+    ])
+    m = make(llm, threshold=0.5)
+    m.add("I work at Google", user_id="alice")
+    m.reembed(HashEmbedder(32))
+    result = m.add("I like Google Cloud", user_id="alice")  # resolved by the new name vectors
+    assert triples(result.relations) == [("user", "LIKES", "Google")]
