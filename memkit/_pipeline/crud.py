@@ -40,6 +40,7 @@ from memkit._pipeline.inputs import (
 )
 from memkit._pipeline.keywords import keyword_query
 from memkit._pipeline.lifecycle import Lifecycle, confidence_of, note_flow, rank
+from memkit._pipeline.task_fields import checked_update
 from memkit._pipeline.versions import (
     chain_flow,
     check_order,
@@ -160,6 +161,7 @@ def update_flow(memory_id: str, text: str | None, metadata: dict[str, object] | 
         raise MemkitError("the new text of a memory must be a non-empty string")
     record = yield from _existing(memory_id, now)
     check_order(record, now)
+    metadata = checked_update(record, metadata, lifecycle)
     if text is None:
         fields: dict[str, object] = {**(lifecycle or {})}
         if metadata:

@@ -131,6 +131,24 @@ class CountAdds:
     every: int
 
 
+@dataclass(frozen=True, slots=True)
+class ReadNotes:
+    """-> FolderSnapshot: the markdown files of ``folder`` split into chunks
+    (memkit._notes.markdown)"""
+
+    folder: str
+    max_file_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendLog:
+    """-> None: ``lines`` appended to the daily log file ``path`` (memkit._notes.daily_log)"""
+
+    path: str
+    title: str
+    lines: tuple[str, ...]
+
+
 # -- inside a Transaction ----------------------------------------------------------
 
 
@@ -165,7 +183,7 @@ class AppendHistory:
 Effect: TypeAlias = (
     Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction | ReadHistory
     | ReadEvent | ResetStore | ResetHistory | NoteAccess | TakeAccesses
-    | CountAdds | GraphCall
+    | CountAdds | GraphCall | ReadNotes | AppendLog
 )
 WriteEffect: TypeAlias = ListRecords | Insert | Update | Delete | AppendHistory | GraphCall
 T = TypeVar("T")
