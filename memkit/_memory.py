@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from os import PathLike, fspath
 from typing import Any, Self
@@ -285,7 +285,7 @@ def _search(
     include_expired: bool = False,
     min_confidence: float | None = None,
     graph: bool | None = None,
-    scopes: list[dict[str, str]] | None = None,
+    scopes: Sequence[Mapping[str, str | None]] | None = None,
 ) -> Flow[SearchResult]:
     if scopes is None:
         scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
@@ -598,7 +598,7 @@ class Memory(_Shell):
         include_expired: bool = False,
         min_confidence: float | None = None,
         graph: bool | None = None,
-        scopes: list[dict[str, str]] | None = None,
+        scopes: Sequence[Mapping[str, str | None]] | None = None,
     ) -> SearchResult:
         """Memories of the scope most relevant to ``query``, highest score first.
 
@@ -956,7 +956,7 @@ class AsyncMemory(_Shell):
         include_expired: bool = False,
         min_confidence: float | None = None,
         graph: bool | None = None,
-        scopes: list[dict[str, str]] | None = None,
+        scopes: Sequence[Mapping[str, str | None]] | None = None,
     ) -> SearchResult:
         """See :meth:`Memory.search`."""
         return await self._runtime.arun(_search(

@@ -16,6 +16,7 @@ EXPECTED = {
     "DeleteResult", "ExportedMemory", "ImportResult", "ConflictError", "MEMORY_TYPES",
     "ConsolidationCluster", "ConsolidationResult", "MemoryStats",
     "EntityGraph", "GraphEntity", "GraphRelation",
+    "TASK_STATUSES", "FolderWatch", "IndexResult", "SkippedFile", "StartupContext", "StartupItem",
 }
 
 
@@ -38,7 +39,8 @@ def test_memory_and_async_memory_have_the_same_methods() -> None:
 
     names = ["add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "reset",
              "export", "import_", "versions", "supersede", "purge", "revert", "prune",
-             "consolidate", "stats"]
+             "consolidate", "stats", "index_folder", "watch_folder", "update_task",
+             "startup_context"]
     for name in names:
         sync, async_ = getattr(memkit.Memory, name), getattr(memkit.AsyncMemory, name)
         assert inspect.signature(sync) == inspect.signature(async_)

@@ -27,7 +27,8 @@ CONFIG = {
 }
 TOOLS = {"add_memory", "search_memories", "get_memory", "list_memories", "update_memory",
          "delete_memory", "delete_all_memories", "memory_history", "memory_versions",
-         "memory_supersede", "memory_revert"}
+         "memory_supersede", "memory_revert", "memory_task_update", "memory_startup",
+         "index_folder"}
 
 
 def _params() -> StdioServerParameters:
