@@ -10,8 +10,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from memkit._errors import MemkitError
 from memkit._imports import require
 from memkit._notes.models import IndexResult
 
@@ -33,6 +35,8 @@ class FolderWatch:
                 0 < debounce_ms <= 60_000):
             raise ValueError(f"debounce_ms must be an integer from 1 to 60000, got {debounce_ms!r}")
         self._watchfiles: Any = require("watchfiles", "notes")
+        if not Path(folder).expanduser().is_dir():
+            raise MemkitError(f"{folder!r} is not a folder")
         self.folder = folder
         self.debounce_ms = debounce_ms
         self._index = index

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from memkit.cli._app import AgentOpt, JsonOpt, RunOpt, UserOpt, _emit, _memory, _with_hint, fail
+from memkit.cli._app import AgentOpt, JsonOpt, RunOpt, UserOpt, _emit, _memory, _with_hint
 
 if TYPE_CHECKING:
     from memkit import IndexResult
@@ -55,8 +55,9 @@ def watch(
             running = memory.watch_folder(folder, user_id=user_id, agent_id=agent_id,
                                           run_id=run_id, max_file_bytes=max_file_bytes,
                                           debounce_ms=debounce_ms, on_index=report)
-        except ImportError as exc:
-            fail(_with_hint(exc, "notes"))
+        except ImportError as exc:  # one plain line: rich would wrap the install command
+            print(f"error: {_with_hint(exc, 'notes')}", file=sys.stderr)
+            raise typer.Exit(1) from None
         print(f"watching {folder} (Ctrl-C to stop)", file=sys.stderr, flush=True)
         try:
             while running.running:
