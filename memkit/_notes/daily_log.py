@@ -1,18 +1,24 @@
 """The daily log: what ``add`` remembered, one markdown line per event, in ``YYYY-MM-DD.md``.
 
-Several processes may write one log: the file is created exclusively with its
-title, then each line is appended with one ``write`` in append mode, which the
+Several processes may write one log: the file appears with its title already in
+it (a hard link of a finished draft, which fails when another writer was first),
+then each line is appended with one ``write`` in append mode, which the
 operating system does not interleave with other appends.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from memkit._models import MemoryEvent
 from memkit._time import to_datetime
+
+_log = logging.getLogger("memkit.notes")
 
 
 def log_path(folder: str, now: str) -> str:
@@ -46,16 +52,27 @@ def _one_line(text: str | None) -> str:
 
 
 def append_log(path: str, title: str, lines: Sequence[str]) -> None:
-    """Append ``lines`` to ``path``, creating it (and its folder) with ``title`` first."""
+    """Append ``lines`` to ``path``, creating it (and its folder) with ``title`` first. The
+    memories are stored by then: a log that cannot be written is a warning, not an error."""
+    try:
+        _append(Path(path), title, lines)
+    except OSError as exc:
+        _log.warning("the daily log %s could not be written: %s", path, exc)
+
+
+def _append(file: Path, title: str, lines: Sequence[str]) -> None:
     if not lines:
         return
-    file = Path(path)
     file.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with open(file, "x", encoding="utf-8") as new:
-            new.write(title)
-    except FileExistsError:
-        pass
+    if not file.exists():  # created whole with its title (a link is atomic), or by another writer
+        fd, draft = tempfile.mkstemp(dir=file.parent, prefix=".daily-log-")
+        try:
+            os.write(fd, title.encode("utf-8"))
+            os.close(fd)
+            with contextlib.suppress(FileExistsError):
+                os.link(draft, file)
+        finally:
+            os.unlink(draft)
     fd = os.open(file, os.O_WRONLY | os.O_APPEND)
     try:
         for line in lines:

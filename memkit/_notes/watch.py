@@ -94,6 +94,11 @@ class FolderWatch:
     def running(self) -> bool:
         return self._thread.is_alive()
 
+    @property
+    def error(self) -> BaseException | None:
+        """Why the watch stopped by itself (the folder removed, say), else None."""
+        return self._error
+
     def wait(self, timeout: float | None = None) -> None:
         """Block until the watch stops (another thread's :meth:`stop`, or an error)."""
         self._thread.join(timeout)

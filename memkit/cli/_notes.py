@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from memkit.cli._app import AgentOpt, JsonOpt, RunOpt, UserOpt, _emit, _memory, _with_hint
+from memkit.cli._app import AgentOpt, JsonOpt, RunOpt, UserOpt, _emit, _memory, _with_hint, fail
 
 if TYPE_CHECKING:
     from memkit import IndexResult
@@ -66,6 +66,8 @@ def watch(
             pass
         finally:
             running.stop()
+        if running.error is not None:
+            fail(f"watching stopped: {type(running.error).__name__}: {running.error}")
 
 
 def startup(
