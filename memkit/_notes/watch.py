@@ -1,8 +1,9 @@
 """A folder kept in sync with its memories: a thread that re-indexes on file changes.
 
-The thread watches with ``watchfiles`` (the ``notes`` extra); changes are grouped
-for ``debounce_ms`` and each group triggers one index of the whole folder (files
-whose chunks did not change cost a read and a hash).
+The thread watches with ``watchfiles`` (the ``notes`` extra). Changes are grouped:
+a group ends after 50 ms without further changes, or ``debounce_ms`` after its
+first change, so a burst of saves is one index. Each group triggers one index of
+the whole folder (files whose chunks did not change cost a read and a hash).
 """
 
 from __future__ import annotations
