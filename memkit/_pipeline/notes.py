@@ -96,9 +96,10 @@ def _sync_file(scope: Scope, folder: str, path: str, chunks: Sequence[Chunk],
                now: str) -> Flow[tuple[int, int, int, int]]:
     """(added, moved, removed, unchanged) chunks of one file; retried when a concurrent
     writer made the vectors computed before the transaction insufficient."""
-    of_file = all_of(scope.filter(), _eq("source", NOTES_SOURCE), _eq("path", path))
-    assert of_file is not None
-    key = "" if scope.filter() is None else scope.filter().model_dump_json()  # type: ignore[union-attr]
+    in_scope = scope.filter()
+    of_file = all_of(in_scope, _eq("source", NOTES_SOURCE), _eq("path", path))
+    assert in_scope is not None and of_file is not None  # Scope.of requires a scope
+    key = in_scope.model_dump_json()  # the key of the scope's adds: they wait for each other
     for _ in range(_ATTEMPTS):
         current = yield from scan(all_of(of_file, valid_at(now)))
         held = {r.metadata.get("content_hash") for r in current}
