@@ -9,6 +9,7 @@ a section longer than :data:`MAX_CHUNK_CHARS` is cut at line boundaries.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,20 +113,28 @@ def _cuts(line: str) -> list[str]:
     return [line[i:i + MAX_CHUNK_CHARS] for i in range(0, len(line), MAX_CHUNK_CHARS)] or [""]
 
 
+def _note_paths(root: Path) -> list[Path]:
+    """The markdown files under ``root``, hidden ones and symlinked folders left out, in
+    order; folders that cannot be listed are passed over."""
+    found: list[Path] = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+        found.extend(Path(folder) / name for name in sorted(names)
+                     if not name.startswith(".") and name.lower().endswith(NOTE_SUFFIXES))
+    return found
+
+
 def read_folder(folder: str, max_file_bytes: int) -> FolderSnapshot:
     """The markdown files under ``folder`` (hidden files and folders left out), split into
     chunks; files over ``max_file_bytes`` or not UTF-8 are skipped, with the reason."""
+    if "\x00" in folder:
+        raise MemkitError("a folder's path may not hold NUL")
     root = Path(folder).expanduser().resolve()
     if not root.is_dir():
         raise MemkitError(f"{folder!r} is not a folder")
     files: list[NoteFile] = []
     skipped: list[tuple[str, str]] = []
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if any(part.startswith(".") for part in relative.parts):
-            continue
-        if path.suffix.lower() not in NOTE_SUFFIXES or not path.is_file():
-            continue
+    for path in _note_paths(root):
         try:
             size = path.stat().st_size
             if size > max_file_bytes:
