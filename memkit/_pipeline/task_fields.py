@@ -18,6 +18,19 @@ OPEN_STATUSES = ("open", "in_progress")
 SURFACES = ("startup",)
 
 
+STATUS_PREFIX = "status: "
+"""A status change is an UPDATE event from ``status: <old>`` to ``status: <new>``."""
+
+
+def status_change(old_value: str | None, new_value: str | None) -> tuple[str, str] | None:
+    """(old, new) status of a history event that changed a task's status, else None."""
+    values = [v[len(STATUS_PREFIX):] if v and v.startswith(STATUS_PREFIX) else None
+              for v in (old_value, new_value)]
+    if values[0] in TASK_STATUSES and values[1] in TASK_STATUSES:
+        return str(values[0]), str(values[1])
+    return None
+
+
 def task_status_of(value: object) -> str:
     if not isinstance(value, str) or value not in TASK_STATUSES:
         raise MemkitError(f"a task's status must be one of {', '.join(TASK_STATUSES)}; "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memkit import TASK_STATUSES, MemkitError, ScopeError
+from memkit import TASK_STATUSES, ConflictError, MemkitError, ScopeError
 from memkit.testing import ScriptedLLM
 from tests.pipeline.conftest import MakeMemory, Shell
 
@@ -42,6 +42,14 @@ def test_seed004_task_moves_through_in_progress_to_done(make_memory: MakeMemory)
         ("UPDATE", "status: open", "status: in_progress"),
         ("UPDATE", "status: in_progress", "status: done")]
     assert len(m.versions(tid)) == 1  # the text did not change: no past version
+    with pytest.raises(ConflictError, match="revert the later events first"):
+        m.revert(rows[1].id)
+    undo = m.revert(rows[2].id)  # done -> in_progress again
+    assert (undo.old_value, undo.new_value, undo.reverts) == (
+        "status: done", "status: in_progress", rows[2].id)
+    assert m.get(tid).metadata["status"] == "in_progress"
+    with pytest.raises(ConflictError, match="already reverted"):
+        m.revert(rows[2].id)
 
 
 def test_seed004_invalid_status_is_refused(make_memory: MakeMemory) -> None:
