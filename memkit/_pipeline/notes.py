@@ -53,6 +53,13 @@ def _location(chunk: Chunk) -> dict[str, Any]:
     return {"heading": chunk.heading, "line_start": chunk.line_start, "line_end": chunk.line_end}
 
 
+def _holds(record: Record, chunks: dict[str, Chunk]) -> Chunk | None:
+    """The chunk ``record`` holds as it is in the file, or None (its section changed or went,
+    or its text was changed by hand: the file wins)."""
+    chunk = chunks.get(str(record.metadata.get("content_hash")))
+    return chunk if chunk is not None and record.hash == text_hash(chunk.text) else None
+
+
 def _in_place(record: Record, chunk: Chunk) -> bool:
     return all(record.metadata.get(k) == v for k, v in _location(chunk).items())
 
@@ -79,9 +86,9 @@ def index_flow(folder: str, scope: Scope, max_file_bytes: int, now: str) -> Flow
     for path, chunks in wanted:
         records = held.get(path, [])
         unique = _unique(chunks)
-        digests = [str(r.metadata.get("content_hash")) for r in records]
-        if len(digests) == len(unique) and set(digests) == set(unique) and all(
-                _in_place(r, unique[d]) for r, d in zip(records, digests, strict=True)):
+        holding = [(r, _holds(r, unique)) for r in records]
+        if len(records) == len(unique) == len({c.content_hash for _, c in holding if c}) and all(
+                c is not None and _in_place(r, c) for r, c in holding):
             result.unchanged += len(unique)
             continue
         counts = yield from _sync_file(scope, snapshot.folder, path, list(unique.values()), now)
@@ -102,8 +109,9 @@ def _sync_file(scope: Scope, folder: str, path: str, chunks: Sequence[Chunk],
     key = in_scope.model_dump_json()  # the key of the scope's adds: they wait for each other
     for _ in range(_ATTEMPTS):
         current = yield from scan(all_of(of_file, valid_at(now)))
-        held = {r.metadata.get("content_hash") for r in current}
-        needed = [c for c in chunks if c.content_hash not in held]
+        wanted = {c.content_hash: c for c in chunks}
+        kept = {c.content_hash for r in current if (c := _holds(r, wanted)) is not None}
+        needed = [c for c in chunks if c.content_hash not in kept]
         vectors: dict[str, Vector] = {}
         if needed:
             rows = yield Embed(tuple(c.text for c in needed))
@@ -122,9 +130,9 @@ def _write(scope: Scope, folder: str, path: str, of_file: Filter, chunks: Sequen
     batch = WriteBatch(dedup_scope=of_file, valid_at=now)
     removed = moved = added = 0
     for record in sorted(current, key=lambda r: (r.created_at, r.id)):
-        digest = record.metadata.get("content_hash")
-        if isinstance(digest, str) and digest in wanted and digest not in kept:
-            kept[digest] = record
+        chunk = _holds(record, wanted)
+        if chunk is not None and chunk.content_hash not in kept:
+            kept[chunk.content_hash] = record
             continue
         batch.updates.append(end(record, now))
         batch.history.append(_history_row(record, "DELETE", record.memory, None, now))

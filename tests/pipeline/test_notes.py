@@ -91,6 +91,20 @@ def test_moved_section_keeps_its_memory(make_memory: MakeMemory, tmp_path: Path)
     assert sorted(line for _, line in after.values()) == [4, 7]
 
 
+def test_the_file_wins_over_changes_made_to_its_memories(make_memory: MakeMemory,
+                                                         tmp_path: Path) -> None:
+    m = make_memory()
+    (tmp_path / "ops.md").write_text(OPS)
+    m.index_folder(tmp_path, user_id="u")
+    deploy, rollback = sorted(m.get_all(user_id="u"), key=lambda r: r.metadata["line_start"])
+    m.update(deploy.id, "Deploy whenever")
+    m.delete(rollback.id)
+    result = m.index_folder(tmp_path, user_id="u")
+    assert (result.added, result.removed) == (2, 1)
+    assert notes(m) == {("ops.md", 1): "# Deploy\nRun make deploy on Fridays.",
+                        ("ops.md", 4): "## Rollback\nUse git revert, then deploy."}
+
+
 def test_renamed_file_is_indexed_once_under_its_new_path(make_memory: MakeMemory,
                                                          tmp_path: Path) -> None:
     m = make_memory()
