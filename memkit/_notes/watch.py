@@ -34,7 +34,7 @@ class FolderWatch:
                  on_index: Callable[[IndexResult], Any] | None = None) -> None:
         if isinstance(debounce_ms, bool) or not isinstance(debounce_ms, int) or not (
                 0 < debounce_ms <= 60_000):
-            raise ValueError(f"debounce_ms must be an integer from 1 to 60000, got {debounce_ms!r}")
+            raise MemkitError(f"debounce_ms must be an integer from 1 to 60000, got {debounce_ms!r}")
         self._watchfiles: Any = require("watchfiles", "notes")
         if not Path(folder).expanduser().is_dir():
             raise MemkitError(f"{folder!r} is not a folder")

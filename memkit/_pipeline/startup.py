@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable
 
 from memkit._errors import MemkitError
-from memkit._filters import Condition, Filter, all_of
+from memkit._filters import Condition, Filter, Operator, Scalar, all_of
 from memkit._notes.models import Section, StartupContext, StartupItem
 from memkit._pipeline.apply import scan
 from memkit._pipeline.effects import Flow, ListRecords
@@ -54,27 +54,30 @@ def _importance(record: Record) -> float:
     return record.importance if record.importance is not None else 0.0
 
 
+def _where(field: str, operator: Operator, value: Scalar | tuple[Scalar, ...]) -> Condition:
+    return Condition(field=field, operator=operator, value=value)
+
+
+def _newest_first(records: Iterable[Record]) -> list[Record]:
+    return sorted(records, key=lambda r: (r.created_at, r.id), reverse=True)
+
+
 def startup_flow(scope: Filter | None, budget_tokens: int, now: str,
                  lifecycle: Lifecycle) -> Flow[StartupContext]:
     current = all_of(scope, valid_at(now))
-    tasks = yield from scan(all_of(current, Condition(field="memory_type", operator="eq",
-                                                      value="task"),
-                                   Condition(field="status", operator="in", value=OPEN_STATUSES)))
-    surfaced = yield from scan(all_of(current, Condition(field="surface", operator="eq",
-                                                         value="startup")))
-    weighed, _ = yield ListRecords(all_of(current, Condition(field="importance", operator="gte",
-                                                             value=0)),
+    tasks = yield from scan(all_of(current, _where("memory_type", "eq", "task"),
+                                   _where("status", "in", OPEN_STATUSES)))
+    surfaced = yield from scan(all_of(current, _where("surface", "eq", "startup")))
+    weighed, _ = yield ListRecords(all_of(current, _where("importance", "gte", 0)),
                                    _IMPORTANT_POOL, None, "newest")
-    newest = sorted(tasks, key=lambda r: (r.created_at, r.id), reverse=True)
-    ordered: list[tuple[Section, list[Record]]] = [
-        ("task", sorted(newest, key=lambda r: (r.metadata.get("status") != "in_progress",
-                                               -_importance(r)))),
-        ("startup", sorted(sorted(surfaced, key=lambda r: (r.created_at, r.id), reverse=True),
-                           key=lambda r: -_importance(r))),
-        ("important", sorted(weighed, key=lambda r: (-_importance(r),
-                                                     -lifecycle.confidence(r, now)))),
-    ]
-    return _fill(ordered, budget_tokens, now, lifecycle)
+    # stable sorts: newest first among equals
+    in_progress_first = sorted(_newest_first(tasks), key=lambda r: (
+        r.metadata.get("status") != "in_progress", -_importance(r)))
+    by_importance = sorted(_newest_first(surfaced), key=lambda r: -_importance(r))
+    most_important = sorted(weighed, key=lambda r: (-_importance(r),
+                                                    -lifecycle.confidence(r, now)))
+    return _fill([("task", in_progress_first), ("startup", by_importance),
+                  ("important", most_important)], budget_tokens, now, lifecycle)
 
 
 def _fill(ordered: Iterable[tuple[Section, list[Record]]], budget: int, now: str,
