@@ -36,5 +36,5 @@ def docs(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Every benchmark; figures go to bench/results/*.json and docs/benchmarks.md."""
     session.install("-e", ".[all]", "matplotlib")
-    for script in ("embedder", "locomo", "scale", "vs_mem0", "hostile"):
+    for script in ("embedder", "locomo", "scale", "vs_mem0", "hostile", "notes"):
         session.run("python", f"bench/{script}.py", *session.posargs)

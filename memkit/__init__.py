@@ -46,7 +46,10 @@ if TYPE_CHECKING:
         SearchResult,
         Usage,
     )
+    from memkit._notes.models import IndexResult, SkippedFile, StartupContext, StartupItem
+    from memkit._notes.watch import FolderWatch
     from memkit._pipeline.lifecycle import MEMORY_TYPES
+    from memkit._pipeline.task_fields import TASK_STATUSES
 
 __version__ = "0.1.0"
 
@@ -65,17 +68,20 @@ _LAZY = {
     "And": "memkit._filters", "Condition": "memkit._filters", "Filter": "memkit._filters",
     "Not": "memkit._filters", "Or": "memkit._filters", "parse_filter": "memkit._filters",
     "MEMORY_TYPES": "memkit._pipeline.lifecycle",
+    "IndexResult": "memkit._notes.models", "SkippedFile": "memkit._notes.models",
+    "StartupContext": "memkit._notes.models", "StartupItem": "memkit._notes.models",
+    "FolderWatch": "memkit._notes.watch", "TASK_STATUSES": "memkit._pipeline.task_fields",
 }
 
 __all__ = [
-    "MEMORY_TYPES", "AddResult", "And", "AsyncMemory", "Condition", "ConfigError", "ConflictError",
-    "ConsolidationCluster", "ConsolidationResult",
+    "MEMORY_TYPES", "TASK_STATUSES", "AddResult", "And", "AsyncMemory", "Condition", "ConfigError",
+    "ConflictError", "ConsolidationCluster", "ConsolidationResult",
     "DeleteResult", "EmbeddingError", "EntityGraph", "ExportedMemory", "Filter", "FilterError",
-    "GraphEntity", "GraphRelation", "HistoryList",
-    "HistoryRecord", "ImportResult", "LLMError", "MemkitError", "Memory", "MemoryConfig",
+    "FolderWatch", "GraphEntity", "GraphRelation", "HistoryList",
+    "HistoryRecord", "ImportResult", "IndexResult", "LLMError", "MemkitError", "Memory", "MemoryConfig",
     "MemoryEvent", "MemoryItem", "MemoryStats", "Not", "NotFoundError", "OperationError", "Or",
-    "ReembedResult", "ScopeError", "SearchLogEntry",
-    "SearchResult", "Usage", "VectorStoreError", "__version__", "parse_filter",
+    "ReembedResult", "ScopeError", "SearchLogEntry", "SearchResult", "SkippedFile", "StartupContext",
+    "StartupItem", "Usage", "VectorStoreError", "__version__", "parse_filter",
 ]
 
 

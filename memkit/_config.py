@@ -123,6 +123,10 @@ class MemoryConfig(_Section):
     """What ``add`` does when the LLM or the embedder fails: raise (the default), or
     "degrade": return what could be done, with every failure in ``AddResult.errors``."""
 
+    daily_log_dir: str | None = None
+    """A folder where each ``add`` appends what it remembered to ``YYYY-MM-DD.md`` (off when
+    None; indexed notes are not logged)."""
+
     @model_validator(mode="before")
     @classmethod
     def _from_mem0(cls, value: Any) -> Any:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from os import PathLike, fspath
 from typing import Any, Self
 
 from memkit._config import GraphStoreConfig, MemoryConfig, default_llm_config
 from memkit._errors import ConfigError, MemkitError, ScopeError
-from memkit._filters import Filter, all_of, parse_filter
+from memkit._filters import Condition, Filter, all_of, parse_filter
 from memkit._imports import load_object
 from memkit._models import (
     AddResult,
@@ -28,6 +30,8 @@ from memkit._models import (
     SearchLogEntry,
     SearchResult,
 )
+from memkit._notes.models import IndexResult, StartupContext
+from memkit._notes.watch import FolderWatch
 from memkit._pipeline.add import AddRequest, OnError, add_flow
 from memkit._pipeline.consolidate import auto_flow, consolidate_flow
 from memkit._pipeline.crud import (
@@ -69,9 +73,14 @@ from memkit._pipeline.inputs import (
     timestamp_of,
 )
 from memkit._pipeline.lifecycle import Lifecycle, flush_flow, lifecycle_fields, prune_flow
+from memkit._pipeline.notes import daily_log_flow, index_flow, max_file_bytes_of
 from memkit._pipeline.reembed import Progress, reembed_flow
 from memkit._pipeline.runtime import Runtime
+from memkit._pipeline.scopes import any_scope, scopes_of
+from memkit._pipeline.startup import budget_of, startup_flow
 from memkit._pipeline.stats import stats_flow
+from memkit._pipeline.task_fields import surface_of, with_surface, with_task_status
+from memkit._pipeline.tasks import update_task_flow
 from memkit._pipeline.transfer import export_flow, import_flow
 from memkit._pipeline.versions import chain_flow, valid_at
 from memkit._time import to_iso, utcnow
@@ -232,12 +241,15 @@ def _add(
     dry_run: bool = False,
     memory_type: str | None = None,
     importance: float | None = None,
+    surface: str | None = None,
 ) -> Flow[AddResult]:
     prompts = self.config.custom_prompts
+    lifecycle = lifecycle_fields(memory_type, importance)
     request = AddRequest(
         messages=messages_of(messages),
         scope=Scope.of(user_id, agent_id, run_id),
-        metadata=metadata_of(metadata),
+        metadata=with_task_status(with_surface(metadata_of(metadata), surface),
+                                  lifecycle.get("memory_type")),
         filters=parse_filter(filters),
         prompt=None if prompt is None else text_of(prompt, "prompt"),
         infer=bool(infer),
@@ -248,14 +260,17 @@ def _add(
         on_error=on_error_of(on_error if on_error is not None else self.config.on_error),
         expires_at=_expiry(expires_at, expiration_date),
         dry_run=bool(dry_run),
-        lifecycle=lifecycle_fields(memory_type, importance),
+        lifecycle=lifecycle,
         graph=self._graph,
     )
     life = self.config.lifecycle
-    if life.consolidate_every is None or request.dry_run:
-        return add_flow(request)
-    return auto_flow(add_flow(request), request.scope.filter(), life.consolidate_every,
-                     life.consolidate_threshold, self._now(), self._lifecycle, self._graph)
+    flow = add_flow(request)
+    if life.consolidate_every is not None and not request.dry_run:
+        flow = auto_flow(flow, request.scope.filter(), life.consolidate_every,
+                         life.consolidate_threshold, self._now(), self._lifecycle, self._graph)
+    if self.config.daily_log_dir is not None and not request.dry_run:
+        flow = daily_log_flow(flow, self.config.daily_log_dir, self._now())
+    return flow
 
 
 def _search(
@@ -275,9 +290,17 @@ def _search(
     include_expired: bool = False,
     min_confidence: float | None = None,
     graph: bool | None = None,
+    scopes: Sequence[Mapping[str, str | None]] | None = None,
 ) -> Flow[SearchResult]:
-    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
-    selection = all_of(scope.filter(), parse_filter(rest), _valid(self, as_of, include_expired))
+    if scopes is None:
+        scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
+        where = scope.filter()
+    else:  # several scopes, named on purpose; the graph is walked within one scope only
+        if graph:
+            raise MemkitError("graph search runs in one scope; it cannot be used with scopes=")
+        scope, rest, graph = Scope(), filters, False
+        where = any_scope(scopes_of(scopes, user_id, agent_id, run_id))
+    selection = all_of(where, parse_filter(rest), _valid(self, as_of, include_expired))
     limit = limit_or_top_k(limit, top_k, 100)
     flow = search_flow(query, selection, limit, threshold, mode,
                        self._search_settings, self._runtime.store.supports_keyword,
@@ -315,9 +338,13 @@ def _get_all(
     top_k: int | None = None,
     as_of: Timestamp | None = None,
     include_expired: bool = False,
+    surface: str | None = None,
 ) -> Flow[SearchResult]:
     scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
-    selection = all_of(scope.filter(), parse_filter(rest), _valid(self, as_of, include_expired))
+    surfaced = None if surface is None else Condition(field="surface", operator="eq",
+                                                      value=surface_of(surface))
+    selection = all_of(scope.filter(), parse_filter(rest), surfaced,
+                       _valid(self, as_of, include_expired))
     return get_all_flow(selection, limit_or_top_k(limit, top_k, 100), self._lifecycle,
                         self._now())
 
@@ -333,16 +360,18 @@ def _update(
     expires_at: Timestamp | None = None,
     memory_type: str | None = None,
     importance: float | None = None,
+    surface: str | None = None,
 ) -> Flow[MemoryItem]:
     if text is not None and data is not None:
         raise MemkitError("update() takes the new text once: as text or as data=")
     lifecycle = lifecycle_fields(memory_type, importance)
     new_text = text if text is not None else None if data is None else str(data)
-    if new_text is None and not (lifecycle or metadata or expires_at is not None):
-        raise MemkitError("update() needs a new text, metadata, expires_at, memory_type or "
-                          "importance")
-    return update_flow(memory_id, new_text, metadata_of(metadata), _expiry(expires_at, None),
-                       self._now(), lifecycle)
+    if new_text is None and not (lifecycle or metadata or expires_at is not None
+                                 or surface is not None):
+        raise MemkitError("update() needs a new text, metadata, expires_at, memory_type, "
+                          "importance or surface")
+    return update_flow(memory_id, new_text, with_surface(metadata_of(metadata), surface),
+                       _expiry(expires_at, None), self._now(), lifecycle)
 
 
 def _delete_all(
@@ -447,6 +476,33 @@ def _reembed(self: _Shell, embedder: Embedder, batch_size: int,
                         on_progress, graph=self._graph is not None)
 
 
+# -- notes, tasks, startup ------------------------------------------------------------
+
+
+def _index(self: _Shell, path: str | PathLike[str], max_file_bytes: int, user_id: str | None,
+           agent_id: str | None, run_id: str | None) -> Flow[IndexResult]:
+    return index_flow(fspath(path), Scope.of(user_id, agent_id, run_id),
+                      max_file_bytes_of(max_file_bytes), self._now())
+
+
+def _watch(self: _Shell, path: str | PathLike[str], max_file_bytes: int, debounce_ms: int,
+           on_index: Callable[[IndexResult], Any] | None, user_id: str | None,
+           agent_id: str | None, run_id: str | None) -> FolderWatch:
+    """The watch runs the index with blocking calls in its thread, for either shell."""
+    _index(self, path, max_file_bytes, user_id, agent_id, run_id).close()  # arguments checked now
+
+    def index() -> IndexResult:
+        return self._runtime.run(_index(self, path, max_file_bytes, user_id, agent_id, run_id))
+
+    return FolderWatch(fspath(path), index, debounce_ms=debounce_ms, on_index=on_index).start()
+
+
+def _startup(self: _Shell, budget_tokens: int, user_id: str | None, agent_id: str | None,
+             run_id: str | None) -> Flow[StartupContext]:
+    scope = Scope.of(user_id, agent_id, run_id)
+    return startup_flow(scope.filter(), budget_of(budget_tokens), self._now(), self._lifecycle)
+
+
 # -- graph ---------------------------------------------------------------------------
 
 
@@ -520,6 +576,7 @@ class Memory(_Shell):
         dry_run: bool = False,
         memory_type: str | None = None,
         importance: float | None = None,
+        surface: str | None = None,
     ) -> AddResult:
         """Remember a conversation (a string, a message dict or a list of them).
 
@@ -536,13 +593,15 @@ class Memory(_Shell):
         reports LLM and embedding failures in ``AddResult.errors`` and stores
         what it can, instead of raising. ``memory_type`` (one of ``MEMORY_TYPES`` or a
         word of your own) and ``importance`` (0 to 1) are given to every memory this
-        add writes, over what the extraction says.
+        add writes, over what the extraction says. A ``memory_type="task"`` memory gets
+        ``metadata["status"]`` "open" unless given one of ``TASK_STATUSES``;
+        ``surface="startup"`` puts the memories in :meth:`startup_context`.
         """
         return self._runtime.run(_add(
             self, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
             filters=filters, prompt=prompt, infer=infer, timestamp=timestamp, on_error=on_error,
             expires_at=expires_at, expiration_date=expiration_date, dry_run=dry_run,
-            memory_type=memory_type, importance=importance))
+            memory_type=memory_type, importance=importance, surface=surface))
 
     def search(
         self,
@@ -560,6 +619,7 @@ class Memory(_Shell):
         include_expired: bool = False,
         min_confidence: float | None = None,
         graph: bool | None = None,
+        scopes: Sequence[Mapping[str, str | None]] | None = None,
     ) -> SearchResult:
         """Memories of the scope most relevant to ``query``, highest score first.
 
@@ -574,12 +634,15 @@ class Memory(_Shell):
         drops memories whose confidence is below it. ``graph`` (default: on
         when a graph store is configured): the entities the query names expand
         ``graph_store.search_depth`` hops, memories linked to them join the
-        ranking, and ``relations`` carries the relations found.
+        ranking, and ``relations`` carries the relations found. ``scopes`` (instead of
+        ``user_id``/``agent_id``/``run_id``) searches several scopes at once, e.g.
+        ``scopes=[{"user_id": "alice"}, {"agent_id": "shared"}]``; never without it.
         """
         return self._runtime.run(_search(
             self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
             filters=filters, threshold=threshold, mode=mode, top_k=top_k, as_of=as_of,
-            include_expired=include_expired, min_confidence=min_confidence, graph=graph))
+            include_expired=include_expired, min_confidence=min_confidence, graph=graph,
+            scopes=scopes))
 
     def get(self, memory_id: str) -> MemoryItem | None:
         """The memory with this id if it is valid now, or ``None`` (see :meth:`versions`)."""
@@ -596,14 +659,16 @@ class Memory(_Shell):
         top_k: int | None = None,
         as_of: Timestamp | None = None,
         include_expired: bool = False,
+        surface: str | None = None,
     ) -> SearchResult:
         """The scope's memories (matching ``filters``), newest first; at most ``limit``
         (default 100; ``top_k`` is mem0's name for it). The scope may be given inside
         ``filters`` (``filters={"user_id": "alice"}``). Only memories valid now, or
-        ``as_of`` then; ``include_expired`` keeps expired ones."""
+        ``as_of`` then; ``include_expired`` keeps expired ones. ``surface="startup"`` keeps
+        the memories marked so."""
         return self._runtime.run(_get_all(
             self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit,
-            top_k=top_k, as_of=as_of, include_expired=include_expired))
+            top_k=top_k, as_of=as_of, include_expired=include_expired, surface=surface))
 
     def update(
         self,
@@ -615,15 +680,17 @@ class Memory(_Shell):
         expires_at: Timestamp | None = None,
         memory_type: str | None = None,
         importance: float | None = None,
+        surface: str | None = None,
     ) -> MemoryItem:
         """Replace a memory's text (re-embedded); ``metadata`` is merged into its metadata.
         ``data=`` is mem0's name for ``text``. The memory keeps its id; the old text
         stays as a past version (see :meth:`versions`), valid until now.
         ``expires_at`` sets a new expiry; ``memory_type`` and ``importance`` set those.
-        Without a new text the other fields change in place (no new version)."""
+        Without a new text the other fields change in place (no new version).
+        ``surface="startup"`` marks the memory for :meth:`startup_context`."""
         return self._runtime.run(_update(self, memory_id, text, metadata=metadata, data=data,
                                          expires_at=expires_at, memory_type=memory_type,
-                                         importance=importance))
+                                         importance=importance, surface=surface))
 
     def delete(self, memory_id: str, *, hard: bool = False) -> None:
         """End a memory's validity: it is no longer returned, but its text stays for
@@ -787,6 +854,40 @@ class Memory(_Shell):
         """
         return self._runtime.run(_reembed(self, embedder, batch_size, on_progress))
 
+    # -- notes, tasks, startup ------------------------------------------------------------
+    def index_folder(self, path: str | PathLike[str], *, user_id: str | None = None,
+                     agent_id: str | None = None, run_id: str | None = None,
+                     max_file_bytes: int = 100_000) -> IndexResult:
+        """Index the markdown files under ``path`` into the scope, one memory per section
+        (no LLM), with its ``path``, ``heading``, ``line_start``/``line_end`` and
+        ``content_hash`` in metadata. Again: unchanged sections are kept, changed ones
+        re-embedded, those of removed (or skipped) files ended. Files over
+        ``max_file_bytes`` are skipped and listed in ``IndexResult.skipped``."""
+        return self._runtime.run(_index(self, path, max_file_bytes, user_id, agent_id, run_id))
+
+    def watch_folder(self, path: str | PathLike[str], *, user_id: str | None = None,
+                     agent_id: str | None = None, run_id: str | None = None,
+                     max_file_bytes: int = 100_000, debounce_ms: int = 500,
+                     on_index: Callable[[IndexResult], Any] | None = None) -> FolderWatch:
+        """Index ``path`` (as :meth:`index_folder`), then keep it in sync in a background
+        thread: changes grouped over ``debounce_ms`` trigger an index, whose result goes
+        to ``on_index``. Needs the ``notes`` extra (watchfiles). Stop it with ``.stop()``."""
+        return _watch(self, path, max_file_bytes, debounce_ms, on_index, user_id, agent_id,
+                      run_id)
+
+    def update_task(self, memory_id: str, *, status: str) -> MemoryItem:
+        """Set a task's status (one of ``TASK_STATUSES``), in place; the change is an UPDATE
+        event of its history ("status: open" -> "status: done")."""
+        return self._runtime.run(update_task_flow(memory_id, status, self._now()))
+
+    def startup_context(self, *, user_id: str | None = None, agent_id: str | None = None,
+                        run_id: str | None = None, budget_tokens: int = 1000) -> StartupContext:
+        """A briefing for the start of a session: open tasks (in progress first), memories
+        marked ``surface="startup"``, then the most important ones, within
+        ``budget_tokens`` (counted as characters / 4), as ``.text`` for a system prompt
+        and as ``.items``."""
+        return self._runtime.run(_startup(self, budget_tokens, user_id, agent_id, run_id))
+
     # -- graph (a graph store must be configured) --------------------------------------
     def get_entity(self, name: str, *, user_id: str | None = None, agent_id: str | None = None,
                    run_id: str | None = None) -> GraphEntity | None:
@@ -876,13 +977,14 @@ class AsyncMemory(_Shell):
         dry_run: bool = False,
         memory_type: str | None = None,
         importance: float | None = None,
+        surface: str | None = None,
     ) -> AddResult:
         """See :meth:`Memory.add`."""
         return await self._runtime.arun(_add(
             self, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
             filters=filters, prompt=prompt, infer=infer, timestamp=timestamp, on_error=on_error,
             expires_at=expires_at, expiration_date=expiration_date, dry_run=dry_run,
-            memory_type=memory_type, importance=importance))
+            memory_type=memory_type, importance=importance, surface=surface))
 
     async def search(
         self,
@@ -900,12 +1002,14 @@ class AsyncMemory(_Shell):
         include_expired: bool = False,
         min_confidence: float | None = None,
         graph: bool | None = None,
+        scopes: Sequence[Mapping[str, str | None]] | None = None,
     ) -> SearchResult:
         """See :meth:`Memory.search`."""
         return await self._runtime.arun(_search(
             self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
             filters=filters, threshold=threshold, mode=mode, top_k=top_k, as_of=as_of,
-            include_expired=include_expired, min_confidence=min_confidence, graph=graph))
+            include_expired=include_expired, min_confidence=min_confidence, graph=graph,
+            scopes=scopes))
 
     async def get(self, memory_id: str) -> MemoryItem | None:
         """See :meth:`Memory.get`."""
@@ -922,11 +1026,12 @@ class AsyncMemory(_Shell):
         top_k: int | None = None,
         as_of: Timestamp | None = None,
         include_expired: bool = False,
+        surface: str | None = None,
     ) -> SearchResult:
         """See :meth:`Memory.get_all`."""
         return await self._runtime.arun(_get_all(
             self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit,
-            top_k=top_k, as_of=as_of, include_expired=include_expired))
+            top_k=top_k, as_of=as_of, include_expired=include_expired, surface=surface))
 
     async def update(
         self,
@@ -938,11 +1043,13 @@ class AsyncMemory(_Shell):
         expires_at: Timestamp | None = None,
         memory_type: str | None = None,
         importance: float | None = None,
+        surface: str | None = None,
     ) -> MemoryItem:
         """See :meth:`Memory.update`."""
         return await self._runtime.arun(_update(self, memory_id, text, metadata=metadata,
                                                 data=data, expires_at=expires_at,
-                                                memory_type=memory_type, importance=importance))
+                                                memory_type=memory_type, importance=importance,
+                                                surface=surface))
 
     async def delete(self, memory_id: str, *, hard: bool = False) -> None:
         """See :meth:`Memory.delete`."""
@@ -1064,6 +1171,34 @@ class AsyncMemory(_Shell):
     ) -> ImportResult:
         """See :meth:`Memory.import_`."""
         return await self._runtime.arun(import_flow(memories))
+
+    # -- notes, tasks, startup ------------------------------------------------------------
+    async def index_folder(self, path: str | PathLike[str], *, user_id: str | None = None,
+                           agent_id: str | None = None, run_id: str | None = None,
+                           max_file_bytes: int = 100_000) -> IndexResult:
+        """See :meth:`Memory.index_folder`."""
+        return await self._runtime.arun(_index(self, path, max_file_bytes, user_id, agent_id,
+                                               run_id))
+
+    async def watch_folder(self, path: str | PathLike[str], *, user_id: str | None = None,
+                           agent_id: str | None = None, run_id: str | None = None,
+                           max_file_bytes: int = 100_000, debounce_ms: int = 500,
+                           on_index: Callable[[IndexResult], Any] | None = None) -> FolderWatch:
+        """See :meth:`Memory.watch_folder`; the watch thread indexes with blocking calls
+        (``on_index`` is called in that thread)."""
+        return await asyncio.to_thread(_watch, self, path, max_file_bytes, debounce_ms,
+                                       on_index, user_id, agent_id, run_id)
+
+    async def update_task(self, memory_id: str, *, status: str) -> MemoryItem:
+        """See :meth:`Memory.update_task`."""
+        return await self._runtime.arun(update_task_flow(memory_id, status, self._now()))
+
+    async def startup_context(self, *, user_id: str | None = None, agent_id: str | None = None,
+                              run_id: str | None = None,
+                              budget_tokens: int = 1000) -> StartupContext:
+        """See :meth:`Memory.startup_context`."""
+        return await self._runtime.arun(_startup(self, budget_tokens, user_id, agent_id,
+                                                 run_id))
 
     # -- graph ---------------------------------------------------------------------------
     async def reembed(self, embedder: Embedder, *, batch_size: int = 256,

@@ -68,6 +68,14 @@ class MemoryItem(_StoredMemory):
     def _rows(self) -> list[tuple[str, Any]]:
         return [(name, value) for name, value in self if value not in (None, {})]
 
+    @property
+    def location(self) -> str | None:
+        """``path:line`` of a section of an indexed note (``Memory.index_folder``), else None."""
+        path, line = self.metadata.get("path"), self.metadata.get("line_start")
+        if self.metadata.get("source") != "notes" or not path or not line:
+            return None
+        return f"{path}:{line}"
+
 
 class MemoryEvent(_Model):
     """What one operation did to one memory, with the memory's scope."""
@@ -119,7 +127,8 @@ class Usage(_Model):
 
 
 _ADD_COLUMNS = ["event", "id", "memory", "old_memory"]
-_SEARCH_COLUMNS = ["score", "id", "memory", "user_id", "agent_id", "run_id", "updated_at"]
+_SEARCH_COLUMNS = ["score", "id", "memory", "location", "user_id", "agent_id", "run_id",
+                   "updated_at"]
 _HISTORY_COLUMNS = ["timestamp", "event", "old_value", "new_value"]
 
 

@@ -43,6 +43,8 @@ Filters = Annotated[dict[str, Any] | None, Field(description=(
     '{"OR": [{"topic": "food"}, {"topic": "travel"}]}. Operators: eq, ne, gt, gte, lt, lte, '
     "in, nin, contains, icontains; combinators AND, OR, NOT."))]
 MemoryId = Annotated[str, Field(description="The memory's id, as returned by another tool.")]
+Surface = Annotated[Literal["startup"] | None, Field(description=(
+    '"startup": the memory is shown in the startup briefing (memory_startup).'))]
 AsOf = Annotated[str | None, Field(description=(
     "Optional ISO 8601 time: answer with what was valid then (past versions included) "
     'instead of now, e.g. "2025-03-15".'))]
@@ -72,6 +74,10 @@ class _AddMemoryArgs(_Args):
         "false: store the text verbatim, no LLM call."))] = True
     dry_run: Annotated[bool, Field(description=(
         "true: only report what would change; nothing is stored."))] = False
+    memory_type: Annotated[str | None, Field(description=(
+        'Optional kind, e.g. "task" (a to-do with a status, open at first), "preference", '
+        '"decision", "fact".'))] = None
+    surface: Surface = None
 
 
 class _SearchMemoriesArgs(_Args):
@@ -97,6 +103,30 @@ class _ListMemoriesArgs(_Args):
     filters: Filters = None
     limit: Annotated[int, Field(ge=1, le=1000, description="How many at most.")] = 100
     as_of: AsOf = None
+    surface: Annotated[Literal["startup"] | None, Field(description=(
+        '"startup": only the memories marked for the startup briefing.'))] = None
+
+
+class _TaskUpdateArgs(_Args):
+    memory_id: MemoryId
+    status: Annotated[Literal["open", "in_progress", "done", "cancelled"], Field(
+        description="The task's new status.")]
+
+
+class _StartupArgs(_Args):
+    user_id: UserId = None
+    agent_id: AgentId = None
+    run_id: RunId = None
+    budget_tokens: Annotated[int, Field(ge=1, le=100_000, description=(
+        "The most tokens the briefing may take."))] = 1000
+
+
+class _IndexFolderArgs(_Args):
+    path: Annotated[str, Field(min_length=1, description=(
+        "A folder of markdown notes on the machine running memkit."))]
+    user_id: UserId = None
+    agent_id: AgentId = None
+    run_id: RunId = None
 
 
 class _UpdateMemoryArgs(_Args):
@@ -153,7 +183,8 @@ def _dump(result: Any) -> Json:
 def _plan_add(a: _AddMemoryArgs, scope: Json) -> Call:
     messages = a.content if isinstance(a.content, str) else [m.model_dump() for m in a.content]
     return "add", (messages,), {**scope, "metadata": a.metadata, "infer": a.infer,
-                                "dry_run": a.dry_run}, _dump
+                                "dry_run": a.dry_run, "memory_type": a.memory_type,
+                                "surface": a.surface}, _dump
 
 
 def _plan_search(a: _SearchMemoriesArgs, scope: Json) -> Call:
@@ -170,7 +201,20 @@ def _plan_get(a: _MemoryIdArgs, scope: Json) -> Call:
 
 
 def _plan_list(a: _ListMemoriesArgs, scope: Json) -> Call:
-    return "get_all", (), {**scope, "filters": a.filters, "limit": a.limit, "as_of": a.as_of}, _dump
+    return "get_all", (), {**scope, "filters": a.filters, "limit": a.limit, "as_of": a.as_of,
+                           "surface": a.surface}, _dump
+
+
+def _plan_task_update(a: _TaskUpdateArgs, scope: Json) -> Call:
+    return "update_task", (a.memory_id,), {"status": a.status}, _dump
+
+
+def _plan_startup(a: _StartupArgs, scope: Json) -> Call:
+    return "startup_context", (), {**scope, "budget_tokens": a.budget_tokens}, _dump
+
+
+def _plan_index_folder(a: _IndexFolderArgs, scope: Json) -> Call:
+    return "index_folder", (a.path,), scope, _dump
 
 
 def _plan_update(a: _UpdateMemoryArgs, scope: Json) -> Call:
@@ -293,6 +337,17 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("memory_feedback", "Say whether a memory was useful: useful ones are reinforced, "
              "others lose confidence.", _FeedbackArgs, _plan_feedback, read_only=False,
              destructive=False),
+    ToolSpec("memory_task_update", "Set the status of a task (a memory added with memory_type "
+             '"task"): open, in_progress, done or cancelled.',
+             _TaskUpdateArgs, _plan_task_update, read_only=False, destructive=False,
+             idempotent=True),
+    ToolSpec("memory_startup", "A briefing to read at the start of a session: open tasks, "
+             "memories marked for startup and the most important ones, as text and items.",
+             _StartupArgs, _plan_startup, read_only=True, destructive=False),
+    ToolSpec("index_folder", "Index a folder of markdown notes (one memory per section, with "
+             "its path and lines) or bring the index up to date with the files; memories of "
+             "removed sections end.", _IndexFolderArgs, _plan_index_folder, read_only=False,
+             destructive=True, idempotent=True),
 )
 """Every memory tool, in the order the definitions list them."""
 _BY_NAME = {spec.name: spec for spec in TOOLS}
@@ -395,4 +450,5 @@ class MemoryTools:
 
 
 #: the methods that take a memory id, whose memory must be in a fixed scope
-_BY_ID = frozenset({"get", "update", "delete", "history", "supersede", "feedback"})
+_BY_ID = frozenset({"get", "update", "delete", "history", "supersede", "feedback",
+                    "update_task"})

@@ -17,6 +17,7 @@ EXPECTED = {
     "ConsolidationCluster", "ConsolidationResult", "MemoryStats",
     "EntityGraph", "GraphEntity", "GraphRelation", "SearchLogEntry",
     "ReembedResult",
+    "TASK_STATUSES", "FolderWatch", "IndexResult", "SkippedFile", "StartupContext", "StartupItem",
 }
 
 
@@ -39,7 +40,8 @@ def test_memory_and_async_memory_have_the_same_methods() -> None:
 
     names = ["add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "reset",
              "export", "import_", "versions", "supersede", "purge", "revert", "prune",
-             "consolidate", "stats", "reembed"]
+             "consolidate", "stats", "reembed", "index_folder", "watch_folder", "update_task",
+             "startup_context"]
     for name in names:
         sync, async_ = getattr(memkit.Memory, name), getattr(memkit.AsyncMemory, name)
         assert inspect.signature(sync) == inspect.signature(async_)

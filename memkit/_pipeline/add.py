@@ -35,6 +35,7 @@ from memkit._pipeline.parsing import (
     parse_extraction,
     parse_fact_items,
 )
+from memkit._pipeline.task_fields import with_task_status
 from memkit._pipeline.versions import end, revise, valid_at
 from memkit._time import to_datetime
 from memkit.graph.base import GraphScope
@@ -96,6 +97,7 @@ class _Plan:
     def add(self, text: str, vector: Vector | None, metadata: dict[str, Any],
             role: str | None = None, actor: str | None = None) -> None:
         req = self.request
+        metadata = with_task_status(metadata, self.lifecycle(text).get("memory_type"))
         record = Record(
             id=str(uuid.uuid4()), memory=text, hash=text_hash(text),
             created_at=req.timestamp, updated_at=req.timestamp,

@@ -40,6 +40,7 @@ from memkit._pipeline.inputs import (
 )
 from memkit._pipeline.keywords import keyword_query
 from memkit._pipeline.lifecycle import Lifecycle, confidence_of, note_flow, rank
+from memkit._pipeline.task_fields import STATUS_PREFIX, checked_update, status_change
 from memkit._pipeline.versions import (
     chain_flow,
     check_order,
@@ -160,6 +161,7 @@ def update_flow(memory_id: str, text: str | None, metadata: dict[str, object] | 
         raise MemkitError("the new text of a memory must be a non-empty string")
     record = yield from _existing(memory_id, now)
     check_order(record, now)
+    metadata = checked_update(record, metadata, lifecycle)
     if text is None:
         fields: dict[str, object] = {**(lifecycle or {})}
         if metadata:
@@ -283,6 +285,9 @@ def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:
     record: Record | None = yield Get(event.memory_id)
     if record is None:
         raise ConflictError(f"memory {event.memory_id} was removed for good")
+    status = status_change(event.old_value, event.new_value) if event.event == "UPDATE" else None
+    if status is not None and record.memory_type == "task":
+        return (yield from _revert_status(event, record, status, now))
     ended = record.valid_to is not None
     expected = event.old_value if event.event == "DELETE" else event.new_value
     if record.memory != expected or ended != (event.event == "DELETE"):
@@ -320,4 +325,19 @@ def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:
     row = row.model_copy(update={"reverts": event_id})
     batch.history.append(row)
     yield from apply(batch)
+    return row
+
+
+def _revert_status(event: HistoryRecord, record: Record, change: tuple[str, str],
+                   now: str) -> Flow[HistoryRecord]:
+    """Undo a task's status change: the old status back, in place."""
+    before, after = change
+    if record.metadata.get("status") != after or not is_valid(record, now):
+        raise ConflictError(f"task {record.id} changed after event {event.id}; "
+                            "revert the later events first")
+    row = _history_row(record, "UPDATE", STATUS_PREFIX + after, STATUS_PREFIX + before, now)
+    row = row.model_copy(update={"reverts": event.id})
+    changed = replace(record, updated_at=now, vector=None,
+                      metadata={**record.metadata, "status": before})
+    yield from apply(WriteBatch(updates=[changed], history=[row], dedup_scope=_scope_key(record)))
     return row

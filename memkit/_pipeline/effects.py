@@ -178,6 +178,24 @@ class UseEmbedder:
     embedder: Embedder
 
 
+@dataclass(frozen=True, slots=True)
+class ReadNotes:
+    """-> FolderSnapshot: the markdown files of ``folder`` split into chunks
+    (memkit._notes.markdown)"""
+
+    folder: str
+    max_file_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendLog:
+    """-> None: ``lines`` appended to the daily log file ``path`` (memkit._notes.daily_log)"""
+
+    path: str
+    title: str
+    lines: tuple[str, ...]
+
+
 # -- inside a Transaction ----------------------------------------------------------
 
 
@@ -229,7 +247,7 @@ Effect: TypeAlias = (
     Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction | ReadHistory
     | ReadEvent | ResetStore | ResetHistory | NoteAccess | TakeAccesses
     | CountAdds | GraphCall | Monotonic | LogSearch | ReadSearchLog
-    | OpenShadow | DropShadow | UseEmbedder | OnShadow
+    | OpenShadow | DropShadow | UseEmbedder | OnShadow | ReadNotes | AppendLog
 )
 WriteEffect: TypeAlias = (
     ListRecords | Insert | Update | Delete | AppendHistory | GraphCall | OnShadow | Switch

@@ -18,9 +18,12 @@ from typing import Any, Generic, ParamSpec, TypeVar
 import numpy as np
 
 from memkit._errors import ConfigError, MemkitError, VectorStoreError
+from memkit._notes.daily_log import append_log
+from memkit._notes.markdown import read_folder
 from memkit._pipeline.apply import Applied, transaction
 from memkit._pipeline.effects import (
     AppendHistory,
+    AppendLog,
     Complete,
     CountAdds,
     Delete,
@@ -40,6 +43,7 @@ from memkit._pipeline.effects import (
     OpenShadow,
     ReadEvent,
     ReadHistory,
+    ReadNotes,
     ReadSearchLog,
     ResetHistory,
     ResetStore,
@@ -116,6 +120,10 @@ class Runtime:
                 return _local(self.accesses.take)
             case CountAdds(key, count, every):
                 return _local(lambda: self.adds.add(key, count, every))
+            case ReadNotes(folder, max_file_bytes):
+                return _files(read_folder, folder, max_file_bytes)
+            case AppendLog(path, title, lines):
+                return _files(append_log, path, title, lines)
         return store_job(effect, self.store, self.history, self.store, self.graph)
 
     # -- sync ------------------------------------------------------------
@@ -216,6 +224,12 @@ def _local(call: Callable[[], T]) -> Job[T]:
         return call()
 
     return Job(call, acall, store=False)
+
+
+def _files(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Job[T]:
+    """A job on local files: blocking, or in a worker thread for the async driver."""
+    return Job(lambda: call(*args, **kwargs), lambda: asyncio.to_thread(call, *args, **kwargs),
+               store=False)
 
 
 def store_job(effect: Effect | WriteEffect, store: VectorStore, history: HistoryStore,

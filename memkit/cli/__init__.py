@@ -8,11 +8,13 @@ def main() -> None:
     try:
         from memkit.cli._app import app
         from memkit.cli._graph import graph_app
+        from memkit.cli._notes import register
         from memkit.cli._reembed import reembed
     except ImportError as exc:  # typer or rich missing
         raise SystemExit(f"{exc}; install the CLI with: pip install 'memkit-ai[server]'") from None
     app.add_typer(graph_app, name="graph")
     app.command("reembed")(reembed)
+    register(app)
     try:
         app()
     except ImportError as exc:  # an optional piece a command needs; its message names the extra

@@ -204,7 +204,10 @@ def search(
                                threshold=threshold, mode=mode,  # type: ignore[arg-type]
                                as_of=as_of)
     data = result.model_dump(mode="json")
-    _emit(data, as_json, lambda: _table(data["results"], ["score", "id", "memory"]))
+    rows = [{**row, "location": item.location} for row, item in zip(data["results"], result,
+                                                                     strict=True)]
+    where = ["location"] if any(item.location for item in result) else []
+    _emit(data, as_json, lambda: _table(rows, ["score", "id", "memory", *where]))
 
 
 @app.command()

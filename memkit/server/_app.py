@@ -16,6 +16,7 @@ from memkit.server._events import Broadcaster
 from memkit.server._graph_routes import graph_router
 from memkit.server._lifecycle_routes import lifecycle_router
 from memkit.server._limits import BodySizeLimit
+from memkit.server._notes_routes import notes_router
 from memkit.server._routes import router
 
 
@@ -63,6 +64,7 @@ def create_app(
     app.include_router(router)
     app.include_router(graph_router)
     app.include_router(lifecycle_router)
+    app.include_router(notes_router)
 
     @app.get("/health", summary="Liveness (no key needed)")
     async def health() -> dict[str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
@@ -117,7 +117,8 @@ async def add_memories(body: AddBody, grant: Auth, mem: Mem, feed: Feed) -> AddR
                            run_id=scope["run_id"], metadata=body.metadata, infer=body.infer,
                            timestamp=body.timestamp, prompt=body.prompt, filters=body.filters,
                            on_error=body.on_error, expires_at=body.expires_at,
-                           dry_run=body.dry_run)
+                           dry_run=body.dry_run, memory_type=body.memory_type,
+                           importance=body.importance, surface=body.surface)
     if body.dry_run:
         return result
     feed.publish(ChangeEvent.of(_CHANGES[ev.event], ev.id, _item_scope(ev),
@@ -139,12 +140,14 @@ async def list_memories(
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     as_of: Annotated[datetime | None, Query(description="What was valid then")] = None,
     include_expired: bool = False,
+    surface: Annotated[Literal["startup"] | None, Query(
+        description="Only the memories marked for the startup briefing")] = None,
 ) -> MemoryPage:
     """Newest first, ``limit`` at a time from ``offset``; valid now unless ``as_of``."""
     scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
     found = await mem.get_all(**scope, filters=_filters_param(filters),
                               limit=offset + limit + 1, as_of=as_of,
-                              include_expired=include_expired)
+                              include_expired=include_expired, surface=surface)
     page = found.results[offset:offset + limit]
     more = len(found.results) > offset + limit
     return MemoryPage(results=page, offset=offset, limit=limit,
@@ -193,12 +196,18 @@ async def search_get(
 
 @router.post("/memories/search/", response_model=SearchResult, summary="Search (with filters)")
 async def search_post(body: SearchBody, grant: Auth, mem: Mem) -> SearchResult:
-    """The scope's memories most relevant to ``query``, best first."""
-    scope: dict[str, Any] = scope_for(
-        grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
+    """The scope's memories most relevant to ``query``, best first; with ``scopes``, those of
+    several scopes, each within the key's scope (a key bound to a field forces it in)."""
+    given = {"user_id": body.user_id, "agent_id": body.agent_id, "run_id": body.run_id}
+    scope: dict[str, Any] = scope_for(grant, **given)
+    scopes = None
+    if body.scopes is not None:
+        scopes = [scope_for(grant, **s.model_dump()) for s in body.scopes]
+        scope = given  # the call's own scope fields must be empty (400 otherwise)
     return await mem.search(body.query, **scope, limit=body.limit, filters=body.filters,
                             threshold=body.threshold, mode=body.mode, as_of=body.as_of,
-                            include_expired=body.include_expired, graph=body.graph)
+                            include_expired=body.include_expired, graph=body.graph,
+                            scopes=scopes)
 
 
 @router.get("/memories/{memory_id}/", response_model=MemoryItem, summary="Get a memory")

@@ -45,6 +45,17 @@ class AddBody(_Body):
     expires_at: datetime | None = Field(
         None, description="After this the memories are hidden unless asked for.")
     dry_run: bool = Field(False, description="Return the decided operations; apply nothing.")
+    memory_type: str | None = Field(None, description='e.g. "task" (with a status, open at '
+                                                      'first), "preference", "fact".')
+    importance: float | None = Field(None, ge=0, le=1)
+    surface: Literal["startup"] | None = Field(
+        None, description='"startup": shown in the startup briefing (GET /v1/startup/).')
+
+
+class ScopeBody(_Body):
+    user_id: str | None = Field(None, min_length=1)
+    agent_id: str | None = Field(None, min_length=1)
+    run_id: str | None = Field(None, min_length=1)
 
 
 class SearchBody(_Body):
@@ -59,6 +70,10 @@ class SearchBody(_Body):
     as_of: datetime | None = Field(None, description="Search what was valid then (default: now).")
     include_expired: bool = False
     graph: bool | None = None  # graph expansion; default: on when a graph store is configured
+    scopes: list[ScopeBody] | None = Field(
+        default=None, min_length=1, max_length=20,
+        description="Search these scopes at once (instead of user_id/agent_id/run_id); each "
+                    "must be within the API key's scope.")
 
 
 class UpdateBody(_Body):

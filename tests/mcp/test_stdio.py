@@ -28,7 +28,8 @@ CONFIG = {
 TOOLS = {"add_memory", "search_memories", "get_memory", "list_memories", "update_memory",
          "delete_memory", "delete_all_memories", "memory_history", "memory_versions",
          "memory_supersede", "memory_revert", "get_memory_stats", "memory_consolidate",
-         "memory_feedback"}
+         "memory_feedback", "memory_task_update", "memory_startup",
+         "index_folder"}
 
 
 def _params() -> StdioServerParameters:

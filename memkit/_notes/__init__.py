@@ -1,0 +1,1 @@
+"""Notes: a folder of markdown files indexed as memories, the daily log, the watcher."""
