@@ -176,7 +176,7 @@ def write_graph(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent
     vectors = [plan.vectors[n] for n in names] if plan.vectors else None
     canonical: dict[str, str] = yield GraphCall(
         "resolve", (scope, names, vectors, plan.settings.threshold))
-    relations: dict[tuple[str, str, str], NewRelation] = {}
+    relations: dict[tuple[str, str, str], NewRelation] = {}  # one mention per add
     for r in plan.relations:
         source, target = canonical.get(r.source, r.source), canonical.get(r.target, r.target)
         if entity_id(scope, source) == entity_id(scope, target):
@@ -185,11 +185,12 @@ def write_graph(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent
                 f"({source!r}): a relation to itself was skipped",
                 operation={"source": r.source, "relation": r.type, "target": r.target}))
             continue
-        relations.setdefault((source, r.type, target), NewRelation(source, r.type, target))
+        relations.setdefault((entity_id(scope, source), r.type, entity_id(scope, target)),
+                             NewRelation(source, r.type, target))
     closing: dict[str, Relation] = {}
     updated = [e.id for e in events if e.event == "UPDATE"]
     if updated:
-        stated = {(entity_id(scope, s), kind): entity_id(scope, t) for s, kind, t in relations}
+        stated = {(s, kind): t for s, kind, t in relations}
         for old in (yield GraphCall("relations", (scope,), {"memory_ids": updated})):
             target_id = stated.get((old.source_id, old.type))
             if target_id is not None and target_id != old.target_id:
@@ -205,7 +206,8 @@ def write_graph(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent
         yield GraphCall("upsert_entities", (scope, typed, now))
     closed = (yield GraphCall("close_relations", (scope, list(closing), now))) if closing else []
     added: list[Relation] = yield GraphCall("upsert_relations", (scope, [
-        NewRelation(s, kind, t, 1.0, linked) for s, kind, t in relations], now))
+        NewRelation(r.source, r.type, r.target, 1.0, linked) for r in relations.values()],
+        now))
     new_names = [n for n in names if n not in canonical]
     if vectors is not None and new_names:
         yield GraphCall("set_vectors", (scope, new_names, [plan.vectors[n] for n in new_names]))
@@ -361,7 +363,8 @@ def _delete_entity(scope: GraphScope, name: str, now: str) -> WriteFlow[bool]:
 
 # -- search ----------------------------------------------------------------------
 
-_WORD = re.compile(r"[\w'-]+")
+_WORD = re.compile(r"[\w'’-]+")
+_POSSESSIVE = re.compile(r"['’]s?$")
 _MAX_NAMES = 64
 _MAX_LINKED = 20
 GRAPH_BOOST = 0.5
@@ -369,8 +372,9 @@ GRAPH_BOOST = 0.5
 
 
 def named_in(query: str) -> list[str]:
-    """Candidate entity names in ``query``: its runs of one to three words."""
-    words = _WORD.findall(query)
+    """Candidate entity names in ``query``: its runs of one to three words, possessives
+    dropped ("Alice's manager" names Alice)."""
+    words = [_POSSESSIVE.sub("", word) or word for word in _WORD.findall(query)]
     names: dict[str, None] = {}
     for size in (3, 2, 1):
         for start in range(len(words) - size + 1):

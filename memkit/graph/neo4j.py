@@ -48,6 +48,7 @@ from memkit.graph.base import (
     check_name,
     encode_vector,
     entity_id,
+    entity_rows,
     normalise,
     relation_rows,
     relation_type,
@@ -98,7 +99,7 @@ class CypherGraph:
 
     def upsert_entities(self, scope: GraphScope, entities: Sequence[NewEntity],
                         now: str) -> Op[list[Entity]]:
-        rows = {row.id: row for row in (EntityRow.of(scope, e) for e in entities)}
+        rows = {row.id: row for row in entity_rows(scope, entities)}
         yield from self._write_entities(scope, list(rows.values()), now, update=True)
         return (yield from self._entities_by_id(scope, list(rows)))
 
@@ -124,7 +125,7 @@ class CypherGraph:
         rows = relation_rows(scope, relations)
         if not rows:
             return []
-        endpoints = {e.id: e for r in rows for e in (r.source, r.target)}
+        endpoints = {e.id: e for r in reversed(rows) for e in (r.target, r.source)}  # first wins
         yield from self._write_entities(scope, list(endpoints.values()), now, update=False)
         found = yield from _each(
             f"UNWIND $rows AS row MATCH (s:{self.label} {{id: row.source_id}})"
