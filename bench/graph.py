@@ -9,8 +9,9 @@ depth-2 traversal latency at scale.
 stored through ``Memory.add`` with a scripted LLM that answers the extraction
 call with the fact and its relation (and ADDs on the decision call), so the
 graph is built exactly as a real add builds it. Questions ("Which city is
-the company Person12 works for in?", "Who manages Person7's manager?") need
-two memories, one of which never names the person; recall@k is measured
+the company Person12 works for in?", "Who manages Person7's manager?", "Where
+does Person3's manager live?") need two memories, one of which never names the
+person; recall@k is measured
 with ``search(graph=False)`` and ``search(graph=True)``. It also reports LLM
 calls and prompt characters per add with the graph on and off.
 
@@ -56,6 +57,7 @@ def _world(people: int, rng: random.Random) -> tuple[list[tuple[str, str, str, s
     employer = {f"Person{i}": rng.choice(companies) for i in range(people)}
     names = list(employer)
     manager = {p: rng.choice([q for q in names if q != p]) for p in names}
+    home = {p: rng.choice(CITIES) for p in names}
     facts: list[tuple[str, str, str, str]] = []
     for company, city in city_of.items():
         facts.append((f"{company} is based in {city}", company, "based in", city))
@@ -64,6 +66,7 @@ def _world(people: int, rng: random.Random) -> tuple[list[tuple[str, str, str, s
                       employer[person]))
         facts.append((f"{person} is managed by {manager[person]}", person, "managed by",
                       manager[person]))
+        facts.append((f"{person} lives in {home[person]}", person, "lives in", home[person]))
     questions: list[tuple[str, set[str]]] = []
     for person in names:
         company = employer[person]
@@ -72,6 +75,8 @@ def _world(people: int, rng: random.Random) -> tuple[list[tuple[str, str, str, s
         boss = manager[person]
         questions.append((f"Who manages {person}'s manager?", {
             f"{person} is managed by {boss}", f"{boss} is managed by {manager[boss]}"}))
+        questions.append((f"Where does {person}'s manager live?", {
+            f"{person} is managed by {boss}", f"{boss} lives in {home[boss]}"}))
     return facts, questions
 
 
@@ -194,11 +199,6 @@ def main() -> None:
     trav.add_argument("--stores", default="sqlite,postgres,bolt")
     trav.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
-    results: dict[str, Any] = {}
-    if RESULTS.exists():
-        import json
-
-        results = json.loads(RESULTS.read_text())
     if args.command == "multihop":
         figures = multihop(args.people, args.embedder)
         rows = [(k, v) for k, v in figures.items()]
@@ -206,6 +206,11 @@ def main() -> None:
         figures = traversal(args.entities, args.relations, args.stores.split(","), args.queries)
         rows = [(k, v) for k, v in figures.items()]
     print(table(["figure", "value"], rows))
+    results: dict[str, Any] = {}
+    if RESULTS.exists():  # read now: another run may have written it meanwhile
+        import json
+
+        results = json.loads(RESULTS.read_text())
     key = args.command if args.command == "multihop" else f"traversal-{args.entities}-{args.relations}"
     results[key] = {"machine": machine(), **figures}
     write_results(RESULTS, results)
