@@ -382,11 +382,42 @@ def named_in(query: str) -> list[str]:
     return [n for n in names if normalise(n) and len(n) <= 200][:_MAX_NAMES]
 
 
+def graph_lift(relations: Sequence[Relation], seeds: set[str], relevance: dict[str, float],
+               floor: float) -> dict[str, float]:
+    """How far each linked memory is lifted (``g``): 1 for the memories of a relation touching
+    a named entity; further out, half the strength of the entity the walk came through, which
+    is the search score of the best memory linking it to a named entity (``floor`` for one the
+    search did not return), so "Alice works at Acme" carries the lift on to Acme's city more
+    than a weaker link carries it on to the neighbours of Alice's city."""
+    touching: dict[str, list[Relation]] = {}
+    for r in relations:
+        touching.setdefault(r.source_id, []).append(r)
+        touching.setdefault(r.target_id, []).append(r)
+    strength = dict.fromkeys(seeds, 1.0)
+    lift: dict[str, float] = {}
+    frontier, first = sorted(seeds), True
+    while frontier:
+        reached: dict[str, float] = {}
+        for entity in frontier:
+            for r in touching.get(entity, ()):
+                g = 1.0 if first else 0.5 * strength[entity]
+                for memory_id in r.memory_ids:
+                    lift[memory_id] = max(lift.get(memory_id, 0.0), g)
+                other = r.target_id if r.source_id == entity else r.source_id
+                if other not in strength:
+                    carried = max((relevance.get(m, floor) for m in r.memory_ids),
+                                  default=floor) if first else strength[entity]
+                    reached[other] = max(reached.get(other, 0.0), carried)
+        strength.update(reached)
+        frontier, first = sorted(reached), False
+    return lift
+
+
 def graph_search_flow(search: Flow[SearchResult], query: str, scope: GraphScope,
                       filter: Filter | None, depth: int, limit: int) -> Flow[SearchResult]:
     """``search``, then the entities the query names expand ``depth`` hops; memories the
-    relations came from join the ranking (hop 1 lifts more than hop 2) and the result
-    carries the relations."""
+    relations came from join the ranking (see :func:`graph_lift`) and the result carries
+    the relations."""
     result = yield from search
     names = named_in(query) if isinstance(query, str) else []
     found: dict[str, str] = (yield GraphCall("resolve", (scope, names))) if names else {}
@@ -394,15 +425,11 @@ def graph_search_flow(search: Flow[SearchResult], query: str, scope: GraphScope,
         return result
     seed_names = sorted(set(found.values()))
     sub: Subgraph = yield GraphCall("neighbourhood", (scope, seed_names, depth))
-    seeds = {entity_id(scope, n) for n in seed_names}
-    lift: dict[str, float] = {}
-    for r in sorted(sub.relations, key=lambda r: -r.weight):
-        near = 1.0 if seeds & {r.source_id, r.target_id} else 0.5
-        for memory_id in r.memory_ids:
-            lift[memory_id] = max(lift.get(memory_id, 0.0), near)
     scores = {item.id: (item, item.score or 0.0) for item in result.results}
     floor = min((s for _, s in scores.values()), default=0.0)
-    for memory_id in list(lift)[:_MAX_LINKED]:
+    lift = graph_lift(sub.relations, {entity_id(scope, n) for n in seed_names},
+                      {id: s for id, (_, s) in scores.items()}, floor)
+    for memory_id in sorted(lift, key=lambda m: (-lift[m], m))[:_MAX_LINKED]:
         if memory_id in scores:
             continue
         record: Record | None = yield Get(memory_id)

@@ -349,6 +349,28 @@ def test_seed001_case34_graph_search_returns_related_entities_and_memories(make:
     assert m.search("Where does Alice work?", user_id="other").relations == []
 
 
+def test_graph_search_lifts_the_second_hop_through_the_link_the_query_is_about(make: Any) -> None:
+    def added(text: str) -> dict[str, Any]:
+        return {"memory": [{"event": "ADD", "id": None, "text": text, "old_memory": None}]}
+
+    llm = ScriptedLLM([
+        extraction(["Alice works at Acme"], [rel("Alice", "works at", "Acme")]),
+        extraction(["Alice once met Zed"], [rel("Alice", "met", "Zed", "person", "person")]),
+        added("Alice once met Zed"),
+        extraction(["Acme is based in Berlin"], [rel("Acme", "based in", "Berlin", "organization", "city")]),
+        added("Acme is based in Berlin"),
+        extraction(["Zed is based in Rome"], [rel("Zed", "based in", "Rome", "person", "city")]),
+        added("Zed is based in Rome"),
+    ])
+    m = make(llm)
+    for text in ("Alice works at Acme", "Alice once met Zed", "Acme is based in Berlin",
+                 "Zed is based in Rome"):
+        m.add(text, user_id="u")
+    found = [i.memory for i in m.search("Alice works at a company based in which city?",
+                                        user_id="u", limit=4).results]
+    assert found.index("Acme is based in Berlin") < found.index("Zed is based in Rome")
+
+
 def test_graph_search_without_a_graph_store_raises(make: Any) -> None:
     m = make(ScriptedLLM(), graph=False)
     assert m.search("Alice", user_id="u").relations == []
