@@ -26,7 +26,7 @@ logging.disable(logging.WARNING)
 
 def mem0_config(job: dict[str, Any]) -> dict[str, Any]:
     workdir = job["workdir"]
-    return {
+    config: dict[str, Any] = {
         "llm": {"provider": "openai", "config": {
             "model": "gpt-4o-mini", "api_key": "x", "openai_base_url": job["base_url"],
             "temperature": 0,
@@ -41,6 +41,11 @@ def mem0_config(job: dict[str, Any]) -> dict[str, Any]:
         }},
         "history_db_path": os.path.join(workdir, "history.db"),
     }
+    if job.get("graph"):  # Kuzu: the one mem0 graph store that runs embedded
+        config["graph_store"] = {"provider": "kuzu", "config": {
+            "db": os.path.join(workdir, "graph.kuzu")}}
+        config["embedder"]["config"]["embedding_dims"] = 384  # Kuzu's vector column size
+    return config
 
 
 def _major() -> int:

@@ -9,14 +9,18 @@ depth-2 traversal latency at scale.
 stored through ``Memory.add`` with a scripted LLM that answers the extraction
 call with the fact and its relation (and ADDs on the decision call), so the
 graph is built exactly as a real add builds it. Questions ("Which city is
-the company Person12 works for in?", "Who manages Person7's manager?") need
-two memories, one of which never names the person; recall@k is measured
+the company Person12 works for in?", "Who manages Person7's manager?", "Where
+does Person3's manager live?") need two memories, one of which never names the
+person; recall@k is measured
 with ``search(graph=False)`` and ``search(graph=True)``. It also reports LLM
 calls and prompt characters per add with the graph on and off.
 
-``traversal`` writes a random graph of N entities and M relations into each
-graph store (``MEMKIT_TEST_PG_DSN``, ``MEMKIT_TEST_BOLT_URL`` say where) and
-times ``neighbourhood(depth=2)`` from random entities: p50 and p95.
+``traversal`` bulk-loads one random graph of N entities and M distinct relations
+(8 types, no self-loops) into each graph store (``MEMKIT_TEST_PG_DSN``,
+``MEMKIT_TEST_BOLT_URL`` say where; ``bench/_graph_load.py``) and times
+``neighbourhood(depth=2)`` through the store's API from random entities: p50
+and p95. ``bash bench/graph_engines.sh traversal ...`` starts PostgreSQL and
+FalkorDB for it (scripts/engines.sh) and stops them afterwards.
 
 Results go to bench/results/graph.json.
 """
@@ -34,8 +38,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import REPO, machine, percentile, table, write_results
+from bench._graph_load import load, random_edges
 from memkit import Memory
-from memkit.graph.base import GraphScope, GraphStore, NewRelation
+from memkit.graph.base import GraphScope, GraphStore
 from memkit.llms.base import LLMRequest
 from memkit.stores.sqlite import SQLiteStore
 from memkit.testing import FunctionLLM, HashEmbedder
@@ -52,6 +57,7 @@ def _world(people: int, rng: random.Random) -> tuple[list[tuple[str, str, str, s
     employer = {f"Person{i}": rng.choice(companies) for i in range(people)}
     names = list(employer)
     manager = {p: rng.choice([q for q in names if q != p]) for p in names}
+    home = {p: rng.choice(CITIES) for p in names}
     facts: list[tuple[str, str, str, str]] = []
     for company, city in city_of.items():
         facts.append((f"{company} is based in {city}", company, "based in", city))
@@ -60,6 +66,7 @@ def _world(people: int, rng: random.Random) -> tuple[list[tuple[str, str, str, s
                       employer[person]))
         facts.append((f"{person} is managed by {manager[person]}", person, "managed by",
                       manager[person]))
+        facts.append((f"{person} lives in {home[person]}", person, "lives in", home[person]))
     questions: list[tuple[str, set[str]]] = []
     for person in names:
         company = employer[person]
@@ -68,6 +75,8 @@ def _world(people: int, rng: random.Random) -> tuple[list[tuple[str, str, str, s
         boss = manager[person]
         questions.append((f"Who manages {person}'s manager?", {
             f"{person} is managed by {boss}", f"{boss} is managed by {manager[boss]}"}))
+        questions.append((f"Where does {person}'s manager live?", {
+            f"{person} is managed by {boss}", f"{boss} lives in {home[boss]}"}))
     return facts, questions
 
 
@@ -131,7 +140,9 @@ def _stores(names: list[str], tag: str) -> dict[str, GraphStore]:
         if name == "sqlite":
             from memkit.graph.sqlite import SQLiteGraph
 
-            stores[name] = SQLiteGraph(f"/tmp/memkit-bench-graph-{tag}.db", f"bench_{tag}")
+            path = Path(f"/tmp/memkit-bench-graph-{tag}.db")
+            path.unlink(missing_ok=True)
+            stores[name] = SQLiteGraph(str(path), f"bench_{tag}")
         elif name == "postgres" and os.environ.get("MEMKIT_TEST_PG_DSN"):
             from memkit.graph.postgres import PostgresGraph
 
@@ -139,49 +150,39 @@ def _stores(names: list[str], tag: str) -> dict[str, GraphStore]:
         elif name == "bolt" and os.environ.get("MEMKIT_TEST_BOLT_URL"):
             from memkit.graph.neo4j import Neo4jGraph
 
-            graph = Neo4jGraph(os.environ["MEMKIT_TEST_BOLT_URL"], "falkordb", "",
-                               label=f"Bench_{tag}", indexes=False)
-            # FalkorDB has no CREATE INDEX ... IF NOT EXISTS; a fresh label takes a plain one
-            graph._run(_plain_index(graph.ops.label))
-            stores[name] = graph
+            stores[name] = Neo4jGraph(os.environ["MEMKIT_TEST_BOLT_URL"], "falkordb", "",
+                                      label=f"Bench_{tag}", indexes=False)
         else:
             print(f"skipping {name}: no engine configured")
     return stores
 
 
-def _plain_index(label: str) -> Any:
-    from memkit.graph.neo4j import Cypher
-
-    yield Cypher(f"CREATE INDEX FOR (e:{label}) ON (e.id)", {})
-
-
 def traversal(entities: int, relations: int, names: list[str], queries: int) -> dict[str, Any]:
-    rng = random.Random(11)
-    tag = f"{entities}_{relations}"
+    """Bulk-load the same random graph into each store, then time ``neighbourhood(depth=2)``
+    through the store's API from random entities."""
     scope = GraphScope(user_id="bench")
-    out: dict[str, Any] = {"entities": entities, "relations": relations}
-    for name, store in _stores(names, tag).items():
-        store.open()
-        store.reset()
+    edges = random_edges(entities, relations, seed=11)
+    out: dict[str, Any] = {"entities": entities, "relations": len(edges), "queries": queries}
+    for name, store in _stores(names, f"{entities}_{relations}").items():
         started = time.perf_counter()
-        batch = 2000
-        for start in range(0, relations, batch):
-            pairs = [(rng.randrange(entities), rng.randrange(entities))
-                     for _ in range(min(batch, relations - start))]
-            store.upsert_relations(scope, [
-                NewRelation(f"e{a}", f"r{rng.randrange(8)}", f"e{b}") for a, b in pairs if a != b
-            ], "2026-01-01T00:00:00.000000+00:00")
+        load(store, scope, entities, edges)
         out[f"{name}_load_s"] = round(time.perf_counter() - started, 1)
-        latencies, sizes = [], []
+        rng = random.Random(13)
+        latencies, sizes, relations_found = [], [], []
         for _ in range(queries):
             seed = f"e{rng.randrange(entities)}"
             began = time.perf_counter()
             sub = store.neighbourhood(scope, [seed], 2)
             latencies.append((time.perf_counter() - began) * 1000)
             sizes.append(len(sub.entities))
+            relations_found.append(len(sub.relations))
         out[f"{name}_depth2_p50_ms"] = round(percentile(latencies, 50), 2)
         out[f"{name}_depth2_p95_ms"] = round(percentile(latencies, 95), 2)
         out[f"{name}_depth2_median_entities"] = sorted(sizes)[len(sizes) // 2]
+        out[f"{name}_depth2_median_relations"] = sorted(relations_found)[len(sizes) // 2]
+        print(name, {k: v for k, v in out.items() if k.startswith(name)}, flush=True)
+        if name != "sqlite":  # the sqlite file is removed by the next run
+            store.reset()
         store.close()
     return out
 
@@ -198,11 +199,6 @@ def main() -> None:
     trav.add_argument("--stores", default="sqlite,postgres,bolt")
     trav.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
-    results: dict[str, Any] = {}
-    if RESULTS.exists():
-        import json
-
-        results = json.loads(RESULTS.read_text())
     if args.command == "multihop":
         figures = multihop(args.people, args.embedder)
         rows = [(k, v) for k, v in figures.items()]
@@ -210,7 +206,13 @@ def main() -> None:
         figures = traversal(args.entities, args.relations, args.stores.split(","), args.queries)
         rows = [(k, v) for k, v in figures.items()]
     print(table(["figure", "value"], rows))
-    results[args.command] = {"machine": machine(), **figures}
+    results: dict[str, Any] = {}
+    if RESULTS.exists():  # read now: another run may have written it meanwhile
+        import json
+
+        results = json.loads(RESULTS.read_text())
+    key = args.command if args.command == "multihop" else f"traversal-{args.entities}-{args.relations}"
+    results[key] = {"machine": machine(), **figures}
     write_results(RESULTS, results)
 
 

@@ -11,6 +11,15 @@ kinds of chat request from the prompt:
 
 Each system gets its own answer format: ``{"facts": [...]}`` for extraction,
 and ``{"memory": [{"id", "text", "event", "old_memory"}]}`` for decisions.
+
+Graph requests get one rule for both systems: the conversation's capitalised
+words that are not common sentence words (:func:`mentioned`, at most four)
+are entities, each in a relation ``user -[mentions]-> name``. memkit gets them
+as ``"relations"`` beside the facts when its extraction prompt asks for
+relations; mem0's graph calls are OpenAI tool calls (``extract_entities``,
+``establish_relationships``; ``delete_graph_memory`` and any other tool are
+answered with no call). Tool definitions and response schemas are counted
+apart, as ``schema_tokens``.
 Prompt tokens are counted the same way for every request (cl100k_base when
 tiktoken can load it offline, else characters / 4), and every response reports
 that count as its ``usage``.
@@ -226,6 +235,48 @@ def additive(prompt: str) -> list[dict[str, str]]:
     return [{"id": str(i), "text": text} for i, text in enumerate(new)]
 
 
+# -- graph requests ------------------------------------------------------
+
+_NAME = re.compile(r"\b[A-Z][a-z]{2,}\b")
+_COMMON_WORDS = (
+    "The This That What When Where Who Why How And But Yes Thanks Thank Wow Hey Hi Hello It"
+    " Its You Your Did Does Have Has Are Was Were Will Can Sure Great Nice Awesome Also Just"
+    " Well Not Sounds Glad Good Really She They Our Let Any Yeah Definitely Totally Absolutely"
+    " Haha Cool Sorry Congrats Congratulations Love Thats Right Oh Mine List Text")
+_NOT_NAMES = frozenset(_COMMON_WORDS.split())
+MAX_MENTIONS = 4
+
+
+def mentioned(text: str) -> list[str]:
+    """The entities of a text, for every system alike: capitalised words that are not
+    common sentence words, in order, at most :data:`MAX_MENTIONS`."""
+    names: list[str] = []
+    for word in _NAME.findall(text):
+        if word not in _NOT_NAMES and word not in names:
+            names.append(word)
+    return names[:MAX_MENTIONS]
+
+
+def tool_answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """mem0's graph tool call: the entities, or ``user -[mentions]-> entity``; None: no call."""
+    name = str((tools[0].get("function") or {}).get("name", "")) if tools else ""
+    text = _content([m for m in messages if m.get("role") == "user"][-1])
+    names = mentioned(text.rsplit("Text:", 1)[-1])
+    if name == "extract_entities":
+        return {"name": name, "arguments": {"entities": [
+            {"entity": n, "entity_type": "person"} for n in ["user", *names]]}}
+    if name in ("establish_relationships", "establish_relations"):
+        return {"name": name, "arguments": {"entities": [
+            {"source": "user", "relationship": "mentions", "destination": n} for n in names]}}
+    return None
+
+
+def graph_relations(lines: list[str]) -> list[dict[str, str]]:
+    """memkit's relations for an extraction that asks for them: the same rule as mem0's."""
+    return [{"source": "user", "source_type": "person", "relation": "mentions", "target": n,
+             "target_type": "person"} for n in mentioned("\n".join(lines))]
+
+
 # -- the server -----------------------------------------------------------
 
 
@@ -234,12 +285,14 @@ class Stats:
     calls: dict[str, int] = field(default_factory=dict)
     prompt_tokens: dict[str, int] = field(default_factory=dict)
     completion_tokens: dict[str, int] = field(default_factory=dict)
+    schema_tokens: dict[str, int] = field(default_factory=dict)
     embedding_requests: int = 0
     embedding_inputs: int = 0
     log: list[dict[str, Any]] = field(default_factory=list)
 
-    def record(self, kind: str, prompt: int, completion: int) -> None:
+    def record(self, kind: str, prompt: int, completion: int, schema: int = 0) -> None:
         self.calls[kind] = self.calls.get(kind, 0) + 1
+        self.schema_tokens[kind] = self.schema_tokens.get(kind, 0) + schema
         self.prompt_tokens[kind] = self.prompt_tokens.get(kind, 0) + prompt
         self.completion_tokens[kind] = self.completion_tokens.get(kind, 0) + completion
 
@@ -248,6 +301,7 @@ class Stats:
             "llm_calls": sum(self.calls.values()),
             "prompt_tokens": sum(self.prompt_tokens.values()),
             "completion_tokens": sum(self.completion_tokens.values()),
+            "schema_tokens": sum(self.schema_tokens.values()),
             "calls": dict(self.calls),
             "prompt_tokens_by_kind": dict(self.prompt_tokens),
             "embedding_requests": self.embedding_requests,
@@ -304,9 +358,16 @@ class StubLLM:
     # -- endpoints --------------------------------------------------------
     def chat(self, body: dict[str, Any]) -> dict[str, Any]:
         messages = list(body.get("messages") or [])
-        kind = classify(messages)
-        if kind == "extraction" and _ADDITIVE in _content(messages[-1]):
-            answer: Any = {"memory": additive(_content(messages[-1]))}
+        tools = list(body.get("tools") or [])
+        kind = "graph-tool" if tools else classify(messages)
+        call = tool_answer(messages, tools) if tools else None
+        if tools:
+            answer: Any = call["arguments"] if call else {}
+        elif kind == "extraction" and _ADDITIVE in _content(messages[-1]):
+            answer = {"memory": additive(_content(messages[-1]))}
+        elif kind == "extraction" and '"relations"' in "\n".join(map(_content, messages)):
+            lines = conversation_lines(messages)
+            answer = {"facts": lines, "relations": graph_relations(lines)}
         elif kind == "extraction":
             answer = {"facts": conversation_lines(messages)}
         elif kind == "decision":
@@ -316,8 +377,10 @@ class StubLLM:
         content = json.dumps(answer)
         prompt = sum(count_tokens(_content(m)) for m in messages)
         completion = count_tokens(content)
+        schema = count_tokens(json.dumps(tools or body.get("response_format") or "")) if (
+            tools or body.get("response_format")) else 0
         with self._lock:
-            self.stats.record(kind, prompt, completion)
+            self.stats.record(kind, prompt, completion, schema)
             if self.keep_prompts:
                 self.stats.log.append({"kind": kind, "messages": messages, "answer": answer})
         if self.latency_ms:
@@ -326,8 +389,11 @@ class StubLLM:
             "id": "chatcmpl-stub", "object": "chat.completion", "created": 0,
             "model": body.get("model", "stub"),
             "choices": [{
-                "index": 0, "finish_reason": "stop",
-                "message": {"role": "assistant", "content": content},
+                "index": 0, "finish_reason": "tool_calls" if call else "stop",
+                "message": {"role": "assistant", "content": None, "tool_calls": [{
+                    "id": "call_0", "type": "function", "function": {
+                        "name": call["name"], "arguments": content}}]} if call else {
+                    "role": "assistant", "content": "" if tools else content},
             }],
             "usage": {
                 "prompt_tokens": prompt, "completion_tokens": completion,

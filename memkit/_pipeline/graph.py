@@ -176,7 +176,7 @@ def write_graph(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent
     vectors = [plan.vectors[n] for n in names] if plan.vectors else None
     canonical: dict[str, str] = yield GraphCall(
         "resolve", (scope, names, vectors, plan.settings.threshold))
-    relations: dict[tuple[str, str, str], NewRelation] = {}
+    relations: dict[tuple[str, str, str], NewRelation] = {}  # one mention per add
     for r in plan.relations:
         source, target = canonical.get(r.source, r.source), canonical.get(r.target, r.target)
         if entity_id(scope, source) == entity_id(scope, target):
@@ -185,11 +185,12 @@ def write_graph(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent
                 f"({source!r}): a relation to itself was skipped",
                 operation={"source": r.source, "relation": r.type, "target": r.target}))
             continue
-        relations.setdefault((source, r.type, target), NewRelation(source, r.type, target))
+        relations.setdefault((entity_id(scope, source), r.type, entity_id(scope, target)),
+                             NewRelation(source, r.type, target))
     closing: dict[str, Relation] = {}
     updated = [e.id for e in events if e.event == "UPDATE"]
     if updated:
-        stated = {(entity_id(scope, s), kind): entity_id(scope, t) for s, kind, t in relations}
+        stated = {(s, kind): t for s, kind, t in relations}
         for old in (yield GraphCall("relations", (scope,), {"memory_ids": updated})):
             target_id = stated.get((old.source_id, old.type))
             if target_id is not None and target_id != old.target_id:
@@ -205,7 +206,8 @@ def write_graph(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent
         yield GraphCall("upsert_entities", (scope, typed, now))
     closed = (yield GraphCall("close_relations", (scope, list(closing), now))) if closing else []
     added: list[Relation] = yield GraphCall("upsert_relations", (scope, [
-        NewRelation(s, kind, t, 1.0, linked) for s, kind, t in relations], now))
+        NewRelation(r.source, r.type, r.target, 1.0, linked) for r in relations.values()],
+        now))
     new_names = [n for n in names if n not in canonical]
     if vectors is not None and new_names:
         yield GraphCall("set_vectors", (scope, new_names, [plan.vectors[n] for n in new_names]))
@@ -361,7 +363,8 @@ def _delete_entity(scope: GraphScope, name: str, now: str) -> WriteFlow[bool]:
 
 # -- search ----------------------------------------------------------------------
 
-_WORD = re.compile(r"[\w'-]+")
+_WORD = re.compile(r"[\w'’-]+")
+_POSSESSIVE = re.compile(r"['’]s?$")
 _MAX_NAMES = 64
 _MAX_LINKED = 20
 GRAPH_BOOST = 0.5
@@ -369,8 +372,9 @@ GRAPH_BOOST = 0.5
 
 
 def named_in(query: str) -> list[str]:
-    """Candidate entity names in ``query``: its runs of one to three words."""
-    words = _WORD.findall(query)
+    """Candidate entity names in ``query``: its runs of one to three words, possessives
+    dropped ("Alice's manager" names Alice)."""
+    words = [_POSSESSIVE.sub("", word) or word for word in _WORD.findall(query)]
     names: dict[str, None] = {}
     for size in (3, 2, 1):
         for start in range(len(words) - size + 1):
@@ -378,11 +382,42 @@ def named_in(query: str) -> list[str]:
     return [n for n in names if normalise(n) and len(n) <= 200][:_MAX_NAMES]
 
 
+def graph_lift(relations: Sequence[Relation], seeds: set[str], relevance: dict[str, float],
+               floor: float) -> dict[str, float]:
+    """How far each linked memory is lifted (``g``): 1 for the memories of a relation touching
+    a named entity; further out, half the strength of the entity the walk came through, which
+    is the search score of the best memory linking it to a named entity (``floor`` for one the
+    search did not return), so "Alice works at Acme" carries the lift on to Acme's city more
+    than a weaker link carries it on to the neighbours of Alice's city."""
+    touching: dict[str, list[Relation]] = {}
+    for r in relations:
+        touching.setdefault(r.source_id, []).append(r)
+        touching.setdefault(r.target_id, []).append(r)
+    strength = dict.fromkeys(seeds, 1.0)
+    lift: dict[str, float] = {}
+    frontier, first = sorted(seeds), True
+    while frontier:
+        reached: dict[str, float] = {}
+        for entity in frontier:
+            for r in touching.get(entity, ()):
+                g = 1.0 if first else 0.5 * strength[entity]
+                for memory_id in r.memory_ids:
+                    lift[memory_id] = max(lift.get(memory_id, 0.0), g)
+                other = r.target_id if r.source_id == entity else r.source_id
+                if other not in strength:
+                    carried = max((relevance.get(m, floor) for m in r.memory_ids),
+                                  default=floor) if first else strength[entity]
+                    reached[other] = max(reached.get(other, 0.0), carried)
+        strength.update(reached)
+        frontier, first = sorted(reached), False
+    return lift
+
+
 def graph_search_flow(search: Flow[SearchResult], query: str, scope: GraphScope,
                       filter: Filter | None, depth: int, limit: int) -> Flow[SearchResult]:
     """``search``, then the entities the query names expand ``depth`` hops; memories the
-    relations came from join the ranking (hop 1 lifts more than hop 2) and the result
-    carries the relations."""
+    relations came from join the ranking (see :func:`graph_lift`) and the result carries
+    the relations."""
     result = yield from search
     names = named_in(query) if isinstance(query, str) else []
     found: dict[str, str] = (yield GraphCall("resolve", (scope, names))) if names else {}
@@ -390,15 +425,11 @@ def graph_search_flow(search: Flow[SearchResult], query: str, scope: GraphScope,
         return result
     seed_names = sorted(set(found.values()))
     sub: Subgraph = yield GraphCall("neighbourhood", (scope, seed_names, depth))
-    seeds = {entity_id(scope, n) for n in seed_names}
-    lift: dict[str, float] = {}
-    for r in sorted(sub.relations, key=lambda r: -r.weight):
-        near = 1.0 if seeds & {r.source_id, r.target_id} else 0.5
-        for memory_id in r.memory_ids:
-            lift[memory_id] = max(lift.get(memory_id, 0.0), near)
     scores = {item.id: (item, item.score or 0.0) for item in result.results}
     floor = min((s for _, s in scores.values()), default=0.0)
-    for memory_id in list(lift)[:_MAX_LINKED]:
+    lift = graph_lift(sub.relations, {entity_id(scope, n) for n in seed_names},
+                      {id: s for id, (_, s) in scores.items()}, floor)
+    for memory_id in sorted(lift, key=lambda m: (-lift[m], m))[:_MAX_LINKED]:
         if memory_id in scores:
             continue
         record: Record | None = yield Get(memory_id)

@@ -35,6 +35,7 @@ from memkit.graph.base import (
     check_name,
     encode_vector,
     entity_id,
+    entity_rows,
     normalise,
     relation_rows,
     relation_type,
@@ -143,7 +144,7 @@ class SQLGraph:
     # -- writes --------------------------------------------------------------
     def upsert_entities(self, scope: GraphScope, entities: Sequence[NewEntity],
                         now: str) -> Op[list[Entity]]:
-        rows = {row.id: row for row in (EntityRow.of(scope, e) for e in entities)}
+        rows = {row.id: row for row in entity_rows(scope, entities)}
         yield from self._write_entities(scope, list(rows.values()), now, update=True)
         return (yield from self._entities_by_id(scope, list(rows)))
 
@@ -169,7 +170,7 @@ class SQLGraph:
         rows = relation_rows(scope, relations)
         if not rows:
             return []
-        endpoints = {e.id: e for r in rows for e in (r.source, r.target)}
+        endpoints = {e.id: e for r in reversed(rows) for e in (r.target, r.source)}  # first wins
         yield from self._write_entities(scope, list(endpoints.values()), now, update=False)
         ids: list[str] = []
         for row in rows:

@@ -36,7 +36,7 @@ import unicodedata
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
@@ -192,6 +192,20 @@ class RelationRow:
     memory_ids: tuple[str, ...]
 
 
+def entity_rows(scope: GraphScope, entities: Sequence[NewEntity]) -> list[EntityRow]:
+    """Checked rows, one per entity: the first spelling names it; a later known type or a
+    later summary wins."""
+    merged: dict[str, EntityRow] = {}
+    for entity in entities:
+        row = EntityRow.of(scope, entity)
+        before = merged.get(row.id)
+        if before is not None:
+            row = replace(before, type=before.type if row.type == UNKNOWN else row.type,
+                          summary=before.summary if row.summary is None else row.summary)
+        merged[row.id] = row
+    return list(merged.values())
+
+
 def relation_rows(scope: GraphScope, relations: Sequence[NewRelation]) -> list[RelationRow]:
     """Checked rows, one per distinct (source, type, target); self-loops raise GraphError."""
     merged: dict[tuple[str, str, str], RelationRow] = {}
@@ -208,8 +222,8 @@ def relation_rows(scope: GraphScope, relations: Sequence[NewRelation]) -> list[R
             merged[key] = RelationRow(str(uuid.uuid4()), source, kind, target, 1.0, confidence,
                                       tuple(dict.fromkeys(rel.memory_ids)))
         else:
-            merged[key] = RelationRow(
-                before.id, source, kind, target, before.weight + 1.0,
+            merged[key] = RelationRow(  # the first spelling names the endpoints
+                before.id, before.source, kind, before.target, before.weight + 1.0,
                 max(before.confidence, confidence),
                 tuple(dict.fromkeys((*before.memory_ids, *rel.memory_ids))))
     return list(merged.values())
@@ -505,6 +519,7 @@ __all__ = [
     "decode_vector",
     "encode_vector",
     "entity_id",
+    "entity_rows",
     "nearest",
     "normalise",
     "relation_rows",

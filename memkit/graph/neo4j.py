@@ -48,6 +48,7 @@ from memkit.graph.base import (
     check_name,
     encode_vector,
     entity_id,
+    entity_rows,
     normalise,
     relation_rows,
     relation_type,
@@ -98,7 +99,7 @@ class CypherGraph:
 
     def upsert_entities(self, scope: GraphScope, entities: Sequence[NewEntity],
                         now: str) -> Op[list[Entity]]:
-        rows = {row.id: row for row in (EntityRow.of(scope, e) for e in entities)}
+        rows = {row.id: row for row in entity_rows(scope, entities)}
         yield from self._write_entities(scope, list(rows.values()), now, update=True)
         return (yield from self._entities_by_id(scope, list(rows)))
 
@@ -124,7 +125,7 @@ class CypherGraph:
         rows = relation_rows(scope, relations)
         if not rows:
             return []
-        endpoints = {e.id: e for r in rows for e in (r.source, r.target)}
+        endpoints = {e.id: e for r in reversed(rows) for e in (r.target, r.source)}  # first wins
         yield from self._write_entities(scope, list(endpoints.values()), now, update=False)
         found = yield from _each(
             f"UNWIND $rows AS row MATCH (s:{self.label} {{id: row.source_id}})"
@@ -137,12 +138,11 @@ class CypherGraph:
             " r.confidence = CASE WHEN row.confidence > r.confidence THEN row.confidence"
             " ELSE r.confidence END, r.updated_at = $now,"
             " r.memory_ids = r.memory_ids + [m IN row.memory_ids WHERE NOT m IN r.memory_ids]"
-            " RETURN r.id AS id", {"now": now, "scope": scope.key}, "rows",
+            f" RETURN {_RELATION}", {"now": now, "scope": scope.key}, "rows",
             [{"id": r.id, "source_id": r.source.id, "type": r.type, "target_id": r.target.id,
               "weight": r.weight, "confidence": r.confidence, "memory_ids": list(r.memory_ids)}
              for r in rows])
-        return (yield from self._relations_where(scope, "r.id IN $ids", {},
-                                                 [f["id"] for f in found]))
+        return sorted((_relation(row) for row in found), key=_relation_order)
 
     def close_relations(self, scope: GraphScope, ids: Sequence[str], now: str) -> Op[list[Relation]]:
         if not ids:
@@ -158,8 +158,8 @@ class CypherGraph:
         ids = [entity_id(scope, check_name(n)) for n in names]
         found = yield from self._entities_by_id(scope, ids)
         if found:
-            yield from _each(f"MATCH (e:{self.label}) WHERE e.scope = $scope AND e.id IN $ids"
-                             " DETACH DELETE e", {"scope": scope.key}, "ids",
+            yield from _each(f"UNWIND $ids AS id MATCH (e:{self.label} {{id: id}})"
+                             " WHERE e.scope = $scope DETACH DELETE e", {"scope": scope.key}, "ids",
                              [e.id for e in found])
         return found
 
@@ -250,7 +250,8 @@ class CypherGraph:
         if not ids:
             return []
         rows = yield from _each(
-            f"MATCH (e:{self.label}) WHERE e.scope = $scope AND e.id IN $ids RETURN {_ENTITY}",
+            f"UNWIND $ids AS id MATCH (e:{self.label} {{id: id}}) WHERE e.scope = $scope"
+            f" RETURN {_ENTITY}",
             {"scope": scope.key}, "ids", ids)
         return sorted((Entity(**row) for row in rows), key=lambda e: (normalise(e.name), e.id))
 
@@ -274,10 +275,13 @@ class CypherGraph:
         return (yield from self._relations_where(scope, " AND ".join(where) or "true", params))
 
     def _relations_where(self, scope: GraphScope, where: str, params: dict[str, Any],
-                         ids: Sequence[str] | None = None) -> Op[list[Relation]]:
-        """Relations matching ``where``; with ``ids``, run in batches over ``$ids``."""
-        text = (f"MATCH (s:{self.label})-[r:{_REL}]->(t:{self.label})"
-                f" WHERE r.scope = $scope AND {where} RETURN {_RELATION}")
+                         ids: Sequence[str] | None = None, *,
+                         from_ids: bool = False) -> Op[list[Relation]]:
+        """Relations matching ``where``; with ``ids``, run in batches over ``$ids``;
+        ``from_ids``: the relations leaving those entities, found through the id index."""
+        source = f"(s:{self.label} {{id: id}})" if from_ids else f"(s:{self.label})"
+        text = (f"{'UNWIND $ids AS id ' if from_ids else ''}MATCH {source}-[r:{_REL}]->"
+                f"(t:{self.label}) WHERE r.scope = $scope AND {where} RETURN {_RELATION}")
         params = {**params, "scope": scope.key}
         rows = (yield from _each(text, params, "ids", ids)) if ids is not None else (
             yield Cypher(text, params))
@@ -290,21 +294,23 @@ class CypherGraph:
         if not seeds:
             return Subgraph()
         scoped = {"scope": scope.key}
-        found = yield from _each(f"MATCH (s:{self.label}) WHERE s.scope = $scope AND s.id IN $ids"
-                                 " RETURN s.id AS id", scoped, "ids", seeds)
-        ids = {row["id"] for row in found}
-        if depth and ids:
+        # entities come back with the walk itself: every extra round trip costs a delayed
+        # ACK on FalkorDB's Bolt endpoint (about 40 ms per answer over one segment)
+        found = yield from self._entities_by_id(scope, seeds)
+        entities = {e.id: e for e in found}
+        if depth and entities:
             reached = yield from _each(
-                f"MATCH (s:{self.label}) WHERE s.scope = $scope AND s.id IN $ids"
-                f" MATCH p = (s)-[:{_REL}*1..{depth}]-(n:{self.label})"
-                " WHERE all(r IN relationships(p) WHERE r.open) RETURN DISTINCT n.id AS id",
-                scoped, "ids", sorted(ids))
-            ids |= {row["id"] for row in reached}
-        entities = yield from self._entities_by_id(scope, sorted(ids))
+                f"UNWIND $ids AS id MATCH (s:{self.label} {{id: id}}) WHERE s.scope = $scope"
+                f" MATCH p = (s)-[:{_REL}*1..{depth}]-(e:{self.label})"
+                f" WHERE all(r IN relationships(p) WHERE r.open) RETURN DISTINCT {_ENTITY}",
+                scoped, "ids", sorted(entities))
+            entities.update((row["id"], Entity(**row)) for row in reached)
+        ids = set(entities)
         # the relations among them: those leaving each batch whose target is in the set
-        leaving = yield from self._relations_where(scope, "r.open AND s.id IN $ids", {},
-                                                   sorted(ids))
-        return Subgraph(entities, [r for r in leaving if r.target_id in ids])
+        leaving = yield from self._relations_where(scope, "r.open", {}, sorted(ids),
+                                                   from_ids=True)
+        return Subgraph(sorted(entities.values(), key=lambda e: (normalise(e.name), e.id)),
+                        [r for r in leaving if r.target_id in ids])
 
 
 _BATCH_BYTES = 3000

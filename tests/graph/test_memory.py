@@ -94,7 +94,7 @@ def make(graph_kind: str, mode: str, tmp_path: Any, graph_loop: asyncio.Abstract
             shell.memory.close()  # type: ignore[union-attr]
 
 
-def test_entities_and_relations_are_extracted_with_the_facts(make: Any) -> None:
+def test_seed001_case33_add_with_graph_extracts_entities_and_relations(make: Any) -> None:
     llm = ScriptedLLM([extraction(["User works at Google"], [rel("user", "works at", "Google")])])
     m = make(llm)
     result = m.add("I work at Google", user_id="alice")
@@ -107,6 +107,60 @@ def test_entities_and_relations_are_extracted_with_the_facts(make: Any) -> None:
         ("user", "person"), ("Google", "organization")}
     assert m.get_entity("GOOGLE", user_id="alice").type == "organization"
     assert m.get_entities(user_id="alice", type="organization")[0].name == "Google"
+
+
+def test_seed000_10_4_entities_and_relations_are_stored_in_their_scope(make: Any) -> None:
+    llm = ScriptedLLM([extraction(["Alice works at Acme"], [rel("Alice", "works at", "Acme")])])
+    m = make(llm)
+    [event] = m.add("Alice works at Acme", user_id="u").results
+    acme = m.add_entity("ACME", type="company", summary="Makes anvils", user_id="u")
+    assert (acme.name, acme.type, acme.summary, acme.user_id) == (
+        "Acme", "company", "Makes anvils", "u")
+    assert m.get_entity("acme", user_id="u") == acme
+    [stored] = m.get_entity_graph("Alice", user_id="u").relations
+    assert (stored.source, stored.relation, stored.target, stored.weight) == (
+        "Alice", "WORKS_AT", "Acme", 1.0)
+    assert stored.memory_ids == [event.id] and stored.valid_to is None and stored.user_id == "u"
+    assert m.add_relation("alice", "works at", "acme", user_id="u").id == stored.id
+    assert m.get_entity_graph("Alice", user_id="u").relations[0].weight == 2.0
+    assert m.get_entity("Acme", user_id="v") is None
+    assert m.get_entities(user_id="v") == []
+
+
+def test_seed000_10_4_relations_are_typed(make: Any) -> None:
+    llm = ScriptedLLM([extraction(["Alice works at Acme and holds Acme shares"], [
+        rel("Alice", "works at", "Acme"), rel("Alice", "holds-shares of", "Acme"),
+        rel("alice", "WORKS_AT", "acme")])])
+    m = make(llm)
+    result = m.add("Alice works at Acme and holds Acme shares", user_id="u")
+    assert triples(result.relations) == [("Alice", "HOLDS_SHARES_OF", "Acme"),
+                                         ("Alice", "WORKS_AT", "Acme")]
+    weights = {r.relation: r.weight for r in m.get_entity_graph("Alice", user_id="u").relations}
+    assert weights == {"HOLDS_SHARES_OF": 1.0, "WORKS_AT": 1.0}  # one add, one mention
+    assert {e.name: e.type for e in m.get_entities(user_id="u")} == {
+        "Acme": "organization", "Alice": "person"}
+    assert m.delete_relation("Alice", "works at", "Acme", user_id="u") == 1
+    assert triples(m.get_entity_graph("Alice", user_id="u").relations) == [
+        ("Alice", "HOLDS_SHARES_OF", "Acme")]
+
+
+def test_seed000_10_4_graph_enhanced_search_finds_the_second_hop(make: Any) -> None:
+    llm = ScriptedLLM([
+        extraction(["Alice is managed by Bob"], [rel("Alice", "managed by", "Bob", "person", "person")]),
+        extraction(["Bob lives in Paris"], [rel("Bob", "lives in", "Paris", "person", "city")]),
+        {"memory": [{"event": "ADD", "id": None, "text": "Bob lives in Paris", "old_memory": None}]},
+    ])
+    m = make(llm)
+    m.add("Alice is managed by Bob", user_id="u")
+    m.add("Bob lives in Paris", user_id="u")
+    for i in range(8):
+        m.add(f"The manager of team {i} is on leave", user_id="u", infer=False)
+    question = "Where does Alice's manager live?"
+    plain = [i.memory for i in m.search(question, user_id="u", limit=3, graph=False).results]
+    found = m.search(question, user_id="u", limit=3)
+    assert "Bob lives in Paris" not in plain
+    assert {"Alice is managed by Bob", "Bob lives in Paris"} <= {i.memory for i in found.results}
+    assert triples(found.relations) == [("Alice", "MANAGED_BY", "Bob"), ("Bob", "LIVES_IN", "Paris")]
 
 
 def test_an_add_with_the_graph_costs_at_most_two_llm_calls(make: Any) -> None:
@@ -123,7 +177,7 @@ def test_an_add_with_the_graph_costs_at_most_two_llm_calls(make: Any) -> None:
     assert triples(second.relations) == [("user", "LIVES_IN", "Berlin")]
 
 
-def test_contradicted_relation_is_closed_not_deleted(make: Any) -> None:
+def test_seed000_10_4_relation_invalidation_closes_the_contradicted_relation(make: Any) -> None:
     llm = ScriptedLLM([
         extraction(["User works at Google"], [rel("user", "works at", "Google")]),
         extraction(["User moved to Meta"], [rel("user", "works at", "Meta")]),
@@ -204,6 +258,34 @@ def test_hostile_graph_output_is_skipped_and_reported(make: Any) -> None:
     assert [e.name for e in m.get_entities(user_id="bob")] == ["Bob", "Initech"]
 
 
+def test_hostile_graph_output_naming_another_scopes_entity_stays_in_its_scope(make: Any) -> None:
+    m = make(ScriptedLLM([]))
+    m.add_relation("Bob", "works at", "Initech", user_id="bob")
+    bob_id = m.get_entity("Bob", user_id="bob").id  # what an LLM that saw it might echo
+    m.memory.llm.push(extraction(["User knows Bob"], [
+        rel("user", "knows", bob_id), rel(bob_id, "works at", "Evil Corp"),
+        rel("user", "knows", "Bob")]))
+    result = m.add("I know Bob", user_id="alice")
+    assert result.errors == []
+    assert all(r.user_id == "alice" for r in result.relations)
+    assert triples(m.get_entity_graph("Bob", user_id="bob").relations) == [
+        ("Bob", "WORKS_AT", "Initech")]
+    assert m.get_entity_graph("Bob", user_id="bob").relations[0].weight == 1.0
+    assert sorted(e.name for e in m.get_entities(user_id="bob")) == ["Bob", "Initech"]
+    assert m.get_entity("Bob", user_id="alice").id != m.get_entity("Bob", user_id="bob").id
+
+
+def test_hostile_ten_thousand_relations_in_one_answer_touch_nothing(make: Any) -> None:
+    flood = [rel(f"u{i}", "knows", f"f{i}") for i in range(10_000)]
+    m = make(ScriptedLLM([extraction(["User knows Carol"], flood)] * 2))  # asked again, the same
+    m.add_relation("Bob", "works at", "Initech", user_id="bob")
+    result = m.add("I know Carol", user_id="alice")
+    assert [e.stage for e in result.errors] == ["extraction"]  # over the answer size limit
+    assert len(result.relations) <= 100
+    assert len(m.get_entities(user_id="alice", limit=1000)) <= 200
+    assert sorted(e.name for e in m.get_entities(user_id="bob")) == ["Bob", "Initech"]
+
+
 def test_deleting_an_entity_keeps_its_memories(make: Any) -> None:
     llm = ScriptedLLM([extraction(["User works at Google"], [rel("user", "works at", "Google")])])
     m = make(llm)
@@ -215,7 +297,7 @@ def test_deleting_an_entity_keeps_its_memories(make: Any) -> None:
     assert [i.memory for i in m.get_all(user_id="alice").results] == ["User works at Google"]
 
 
-def test_graph_methods_are_scope_checked(make: Any) -> None:
+def test_seed001_case35_entity_methods_behind_v1_entities_are_scope_checked(make: Any) -> None:
     m = make(ScriptedLLM())
     added = m.add_relation("Alice", "manages", "Bob", source_type="person", user_id="alice")
     assert (added.source, added.relation, added.target, added.weight) == (
@@ -240,7 +322,7 @@ def test_without_a_graph_store_graph_methods_raise(make: Any) -> None:
         m.get_entities(user_id="a")
 
 
-def test_graph_search_expands_named_entities(make: Any) -> None:
+def test_seed001_case34_graph_search_returns_related_entities_and_memories(make: Any) -> None:
     llm = ScriptedLLM([
         extraction(["Alice works at Acme"], [rel("Alice", "works at", "Acme")]),
         extraction(["Acme is based in Berlin"],
@@ -265,6 +347,28 @@ def test_graph_search_expands_named_entities(make: Any) -> None:
                                                        "Acme is based in Berlin"]
     # another scope sees none of it
     assert m.search("Where does Alice work?", user_id="other").relations == []
+
+
+def test_graph_search_lifts_the_second_hop_through_the_link_the_query_is_about(make: Any) -> None:
+    def added(text: str) -> dict[str, Any]:
+        return {"memory": [{"event": "ADD", "id": None, "text": text, "old_memory": None}]}
+
+    llm = ScriptedLLM([
+        extraction(["Alice works at Acme"], [rel("Alice", "works at", "Acme")]),
+        extraction(["Alice once met Zed"], [rel("Alice", "met", "Zed", "person", "person")]),
+        added("Alice once met Zed"),
+        extraction(["Acme is based in Berlin"], [rel("Acme", "based in", "Berlin", "organization", "city")]),
+        added("Acme is based in Berlin"),
+        extraction(["Zed is based in Rome"], [rel("Zed", "based in", "Rome", "person", "city")]),
+        added("Zed is based in Rome"),
+    ])
+    m = make(llm)
+    for text in ("Alice works at Acme", "Alice once met Zed", "Acme is based in Berlin",
+                 "Zed is based in Rome"):
+        m.add(text, user_id="u")
+    found = [i.memory for i in m.search("Alice works at a company based in which city?",
+                                        user_id="u", limit=4).results]
+    assert found.index("Acme is based in Berlin") < found.index("Zed is based in Rome")
 
 
 def test_graph_search_without_a_graph_store_raises(make: Any) -> None:

@@ -13,7 +13,7 @@ from memkit.testing import HashEmbedder
 from tests.server.conftest import KEYS, echo_llm, serving
 
 
-def test_entities_endpoints_are_scope_bound(tmp_path: Path) -> None:
+def test_seed001_case35_entity_endpoints_v1_entities_are_scope_bound(tmp_path: Path) -> None:
     store = SQLiteStore(str(tmp_path / "memkit.db"))
     memory = AsyncMemory(llm=echo_llm(), embedder=HashEmbedder(), vector_store=store,
                          graph_store=store.graph())
