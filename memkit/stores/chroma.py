@@ -24,14 +24,8 @@ the query, which then selects a superset, and memkit keeps the candidates the
 reference evaluator accepts: such filters are exact, at the cost of reading
 every candidate (see :func:`translate`).
 
-Chroma OSS ranks no full text, so there is no keyword search. Chroma returns
-records in its own order, so a page in ascending id order reads windows of
-``order`` (the first 7 bytes of the id as an integer, which never decreases
-as the id grows) from the cursor on, each wider than the last, until more than
-a page has come back: about a page's worth of ids for uniformly spread ids
-such as UUIDs. Newest-first pages, pages under a filter checked by memkit, and
-every page of a collection written before ``order`` existed sort all the
-matching ids.
+Chroma OSS ranks no full text, so there is no keyword search. List pages are
+in ascending id order: the matching ids are fetched, sorted and sliced.
 Server mode uses Chroma's ``AsyncHttpClient`` for the async methods; the
 embedded client has no async API, so there they run in a worker thread.
 """
@@ -69,9 +63,6 @@ def _unflushed(exc: Exception) -> bool:
 Where = dict[str, Any]
 
 _BATCH = 1000
-_ORDER_BYTES = 7
-_ORDER_END = 1 << (8 * _ORDER_BYTES)
-_ORDERED = "memkit:ordered"  # the collection's records carry "order"
 _NEVER: Where = {"has": {"$contains": ""}}  # "has" never holds the empty string
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _COMPLEMENT = {"gt": "$lte", "gte": "$lt", "lt": "$gte", "lte": "$gt"}
@@ -90,16 +81,9 @@ def _epoch_us(value: str) -> int | None:
         return None
 
 
-def order_key(id: str) -> int:
-    """An integer that never decreases as ``id`` grows (in code point order)."""
-    return int.from_bytes(id.encode()[:_ORDER_BYTES].ljust(_ORDER_BYTES, b"\0"), "big")
-
-
 def encode_metadata(record: Record) -> dict[str, Any]:
-    """The Chroma metadata of a record: the record as JSON, its id's order key and its typed
-    field index."""
-    meta: dict[str, Any] = {"record": json.dumps(record.payload(), ensure_ascii=False),
-                            "order": order_key(record.id)}
+    """The Chroma metadata of a record: the record as JSON and its typed field index."""
+    meta: dict[str, Any] = {"record": json.dumps(record.payload(), ensure_ascii=False)}
     fields = {k: v for k, v in record.metadata.items() if k not in BUILTIN_FIELDS}
     fields.update({k: getattr(record, k) for k in BUILTIN_FIELDS})
     for name, value in fields.items():
@@ -326,7 +310,6 @@ class ChromaStore(DrivenStore):
         self._collection: Any = None
         self._acollection: Any = None
         self._dimension: int | None = None
-        self._ordered = False
         self._meta: dict[str, Any] = {}
 
     @property
@@ -350,8 +333,7 @@ class ChromaStore(DrivenStore):
 
     # -- lifecycle -------------------------------------------------------
     def open(self, dimension: int, model: str) -> None:
-        meta = {"hnsw:space": "cosine", "memkit:dimension": dimension, "memkit:model": model,
-                _ORDERED: True}
+        meta = {"hnsw:space": "cosine", "memkit:dimension": dimension, "memkit:model": model}
         try:
             collection = self._client.get_or_create_collection(
                 self.collection_name, embedding_function=None, metadata=meta)
@@ -365,7 +347,6 @@ class ChromaStore(DrivenStore):
                 f"dimensional vectors of {model!r}"
             )
         self._collection, self._dimension = collection, dimension
-        self._ordered = stored.get(_ORDERED) is True
 
     async def aopen(self, dimension: int, model: str) -> None:
         await asyncio.to_thread(self.open, dimension, model)
@@ -484,32 +465,9 @@ class ChromaStore(DrivenStore):
         if order == "newest":  # Chroma cannot order: the matching records, sorted here
             records = yield from self._fetch((yield from self._ids(filter)))
             return page_after(records, order, cursor, limit)
-        if self._ordered:
-            ids = yield from self._ids_after(filter, cursor, limit)
-        else:
-            ids = [i for i in (yield from self._ids(filter)) if cursor is None or i > cursor]
+        ids = [i for i in (yield from self._ids(filter)) if cursor is None or i > cursor]
         page = yield from self._fetch(ids[:limit])
         return page, (ids[limit - 1] if len(ids) > limit else None)
-
-    def _ids_after(self, filter: Filter | None, cursor: str | None,
-                   limit: int) -> Op[builtins.list[str]]:
-        """More than ``limit`` of the matching ids after ``cursor``, sorted (or all of them)."""
-        query = Translated(None, None, True) if filter is None else translate(filter)
-        if query.where is _NEVER:
-            return []
-        low = 0 if cursor is None else order_key(cursor)
-        total = int((yield (lambda c: c.count())))
-        width = max(1, (_ORDER_END - low) * (limit + 1) // max(total, 1))
-        found: builtins.list[str] = []
-        while low < _ORDER_END and len(found) <= limit:
-            window: Where = {"$and": [{"order": {"$gte": low}},
-                                      {"order": {"$lt": min(low + width, _ORDER_END)}}]}
-            where = _all([query.where, window])
-            result = yield (lambda c, where=where: c.get(  # type: ignore[misc]
-                where=where, where_document=cast(Any, query.document), include=[]))
-            found += [i for i in result["ids"] if cursor is None or i > cursor]
-            low, width = low + width, width * 4
-        return sorted(found)
 
     def _count(self, filter: Filter | None) -> Op[int]:
         if filter is None:
