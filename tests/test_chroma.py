@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -94,15 +95,20 @@ def test_substrings_of_any_field_are_exact(store: ChromaStore) -> None:
 
 
 def test_pages_are_in_id_order(store: ChromaStore) -> None:
-    records = [_record(f"m{i}") for i in range(7)]
+    others = ["a", "abcdefg1", "abcdefg0", "abcdefg", "é", "日本", "~", "0"]
+    records = [_record(f"m{i}", k=i % 3) for i in range(11)]
+    records += [replace(_record(f"o{i}", k=i % 3), id=id) for i, id in enumerate(others)]
     store.insert(records)
-    ids, cursor = [], None
-    while True:
-        page, cursor = store.list(limit=3, cursor=cursor)
-        ids += [r.id for r in page]
-        if cursor is None:
-            break
-    assert ids == sorted(r.id for r in records)
+    for size, spec in [(1, None), (3, None), (100, None), (2, {"k": 1}), (2, {"k": 9})]:
+        ids, cursor = [], None
+        while True:
+            page, cursor = store.list(None if spec is None else parse_filter(spec), limit=size,
+                                      cursor=cursor)
+            ids += [r.id for r in page]
+            if cursor is None:
+                break
+        wanted = [r for r in records if spec is None or r.metadata["k"] == spec["k"]]
+        assert ids == sorted(r.id for r in wanted)
 
 
 def test_persists_and_checks_dimension(tmp_path: Path) -> None:
