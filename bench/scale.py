@@ -130,12 +130,20 @@ def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
             row[f"{label}_embed"] = _timed([
                 lambda t=t, f=flt: store.search(embedder.embed([t])[0], limit=10, filter=f)
                 for t in questions], args.query_budget)
+        if name.startswith("chroma"):  # the same query on the chromadb collection itself
+            raw = store.client.get_collection(store.collection_name)
+            row["raw_chromadb_unscoped"] = _timed([
+                lambda q=q, raw=raw: raw.query(query_embeddings=[q.tolist()], n_results=10,
+                                               include=["metadatas", "distances"])
+                for q in queries], args.query_budget)
         row["list"] = _timed([lambda c=c: store.list(limit=100, cursor=c)
                               for c in cursors[: args.queries]], args.query_budget)
         sizes[str(size)] = row
         print(f"  {name} {size}: ingest {ingest_s:.1f} s, p50 unscoped "
               f"{1000 * row['unscoped']['p50']:.2f} ms, scoped {1000 * row['scoped']['p50']:.2f} ms"
-              f", list {1000 * row['list']['p50']:.2f} ms", file=sys.stderr, flush=True)
+              f", list {1000 * row['list']['p50']:.2f} ms"
+              + (f", raw chromadb {1000 * row['raw_chromadb_unscoped']['p50']:.2f} ms"
+                 if "raw_chromadb_unscoped" in row else ""), file=sys.stderr, flush=True)
         next_sizes = [s for s in args.sizes if s > size]
         if next_sizes and ingest_s / max(1, size_delta(sizes, size)) * (
                 next_sizes[0] - size) > args.budget:
