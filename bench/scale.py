@@ -7,12 +7,14 @@
         --stores pgvector chroma-server --out bench/results/scale-servers.json'   # throwaway servers
 
 Each store runs in its own process (so its peak RSS is its own), fills itself
-with synthetic 384-dimensional unit vectors through the store API in batches
-of 1,000 (1,000 memories per user), and at each size measures search latency
-(p50/p95) for ``--queries`` random query vectors: unscoped, and scoped to one
-user among many; "with query embedding" adds embedding a real question with
-the local embedder to each search. A store whose next size would take longer
-than ``--budget`` seconds to fill stops there.
+with synthetic 384-dimensional unit vectors through the store API (one
+``insert`` call per ``--batch`` records, by default one per size step, as an
+import of a large export does; 1,000 memories per user), and at each size
+measures search latency (p50/p95) for ``--queries`` random query vectors:
+unscoped, and scoped to one user among many; "with query embedding" adds
+embedding a real question with the local embedder to each search; "list" is a
+page of 100 in id order from a random cursor. A store whose next size would take
+longer than ``--budget`` seconds to fill stops there.
 
 Then the real pipeline: the local embedder's load time and throughput, and
 ``Memory.add(infer=False)`` on LoCoMo turns against that raw throughput.
@@ -101,17 +103,20 @@ def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
     scope = Condition(field="user_id", operator="eq", value="user-0")
     now = "2024-01-01T00:00:00+00:00"
     filled, sizes = 0, {}
+    cursors: list[str] = []
     for size in sorted(args.sizes):
         start = time.perf_counter()
         while filled < size:
-            n = min(1000, size - filled)
+            n = min(args.batch or size, size - filled)
             vectors = unit(rng, n)
-            store.insert([
+            records = [
                 Record(id=str(uuid.uuid4()), memory=f"memory number {i} of user {i // 1000}",
                        hash=f"{i:032x}", created_at=now, updated_at=now,
                        user_id=f"user-{i // args.per_user}", vector=vectors[j])
                 for j, i in enumerate(range(filled, filled + n))
-            ])
+            ]
+            store.insert(records)
+            cursors += [r.id for r in records[:: max(1, n // 20)]]
             filled += n
         ingest_s = time.perf_counter() - start
         row: dict[str, Any] = {
@@ -125,10 +130,20 @@ def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
             row[f"{label}_embed"] = _timed([
                 lambda t=t, f=flt: store.search(embedder.embed([t])[0], limit=10, filter=f)
                 for t in questions], args.query_budget)
+        if name.startswith("chroma"):  # the same query on the chromadb collection itself
+            raw = store.client.get_collection(store.collection_name)
+            row["raw_chromadb_unscoped"] = _timed([
+                lambda q=q, raw=raw: raw.query(query_embeddings=[q.tolist()], n_results=10,
+                                               include=["metadatas", "distances"])
+                for q in queries], args.query_budget)
+        row["list"] = _timed([lambda c=c: store.list(limit=100, cursor=c)
+                              for c in cursors[: args.queries]], args.query_budget)
         sizes[str(size)] = row
         print(f"  {name} {size}: ingest {ingest_s:.1f} s, p50 unscoped "
-              f"{1000 * row['unscoped']['p50']:.2f} ms, scoped {1000 * row['scoped']['p50']:.2f} ms",
-              file=sys.stderr, flush=True)
+              f"{1000 * row['unscoped']['p50']:.2f} ms, scoped {1000 * row['scoped']['p50']:.2f} ms"
+              f", list {1000 * row['list']['p50']:.2f} ms"
+              + (f", raw chromadb {1000 * row['raw_chromadb_unscoped']['p50']:.2f} ms"
+                 if "raw_chromadb_unscoped" in row else ""), file=sys.stderr, flush=True)
         next_sizes = [s for s in args.sizes if s > size]
         if next_sizes and ingest_s / max(1, size_delta(sizes, size)) * (
                 next_sizes[0] - size) > args.budget:
@@ -268,12 +283,16 @@ def main() -> None:
     parser.add_argument("--stores", nargs="+", default=STORES, choices=STORES)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--per-user", type=int, default=1000)
+    parser.add_argument("--batch", type=int, default=0,
+                        help="records per insert call (0: one call per size step)")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--query-budget", type=float, default=15.0,
                         help="seconds per latency series before it stops (at least 5 queries)")
     parser.add_argument("--budget", type=float, default=150.0,
                         help="seconds a store may take to fill the next size")
     parser.add_argument("--pipeline-sessions", type=int, default=60)
+    parser.add_argument("--no-pipeline", action="store_true",
+                        help="measure the stores only, not the real pipeline")
     parser.add_argument("--pg-dsn", default=os.environ.get("MEMKIT_TEST_PG_DSN"))
     parser.add_argument("--chroma-url", default=os.environ.get("MEMKIT_TEST_CHROMA_URL"),
                         help="a Chroma server for the chroma-server store")
@@ -291,7 +310,7 @@ def main() -> None:
     started = time.perf_counter()
     results, pipeline = [], None
     argv = sys.argv[1:]
-    for name in [*available(args), "pipeline"]:
+    for name in [*available(args), *([] if args.no_pipeline else ["pipeline"])]:
         print(f"{name} ...", flush=True)
         proc = subprocess.run([sys.executable, __file__, *argv, "--one", name],
                               capture_output=True, text=True)
@@ -312,10 +331,11 @@ def main() -> None:
                          1000 * s["unscoped"]["p50"], 1000 * s["unscoped"]["p95"],
                          1000 * s["scoped"]["p50"], 1000 * s["scoped"]["p95"],
                          1000 * s["unscoped_embed"]["p50"], 1000 * s["scoped_embed"]["p50"],
-                         r["peak_rss_mb"]])
+                         1000 * s["list"]["p50"], r["peak_rss_mb"]])
     print("\nsearch latency in ms (limit 10); scoped = one user's 1k among many")
     print(table(["store", "memories", "ingest/s", "unscoped p50", "p95", "scoped p50", "p95",
-                 "unscoped+embed p50", "scoped+embed p50", "peak RSS MB"], rows))
+                 "unscoped+embed p50", "scoped+embed p50", "list page p50", "peak RSS MB"],
+                rows))
     if pipeline:
         print("\nreal pipeline (local embedder, SQLite, LoCoMo turns)")
         print(table(["embedder load s", "embedder texts/s", "add(infer=False) texts/s",

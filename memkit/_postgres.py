@@ -32,11 +32,13 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 
 @dataclass(frozen=True, slots=True)
 class Statement:
-    """One SQL statement; ``many`` runs it once per parameter set."""
+    """One SQL statement; ``many`` runs it once per parameter set. A ``fallible`` statement
+    runs in a savepoint and its failure is answered with ``None`` instead of rows."""
 
     query: sql.SQL | sql.Composed
     params: Any = field(default_factory=dict)  # a dict, or a list of dicts when ``many``
     many: bool = False
+    fallible: bool = False
 
 
 Op = Generator[Statement, Rows, T]
@@ -59,7 +61,14 @@ def drive(conn: psycopg.Connection[Any], op: Op[T]) -> T:
             try:
                 stmt = next(op)
                 while True:
-                    if stmt.many:
+                    if stmt.fallible:
+                        try:
+                            with conn.transaction():
+                                cur.execute(stmt.query, stmt.params)
+                        except psycopg.Error:
+                            stmt = op.send(None)  # type: ignore[arg-type]
+                            continue
+                    elif stmt.many:
                         cur.executemany(stmt.query, stmt.params)
                     else:
                         cur.execute(stmt.query, stmt.params)
@@ -77,7 +86,14 @@ async def adrive(conn: psycopg.AsyncConnection[Any], op: Op[T]) -> T:
             try:
                 stmt = next(op)
                 while True:
-                    if stmt.many:
+                    if stmt.fallible:
+                        try:
+                            async with conn.transaction():
+                                await cur.execute(stmt.query, stmt.params)
+                        except psycopg.Error:
+                            stmt = op.send(None)  # type: ignore[arg-type]
+                            continue
+                    elif stmt.many:
                         await cur.executemany(stmt.query, stmt.params)
                     else:
                         await cur.execute(stmt.query, stmt.params)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 pytest.importorskip("chromadb")
 
-from memkit._errors import ConfigError, FilterError
+from memkit._errors import ConfigError
 from memkit._filters import condition, parse_filter
 from memkit.stores.base import Record
 from memkit.stores.chroma import ChromaStore, encode_metadata, translate
@@ -47,7 +48,7 @@ def test_numbers_are_floats_and_lists_are_split_by_type() -> None:
 
 
 def test_negation_is_pushed_to_the_leaves() -> None:
-    where, document = translate(parse_filter({"NOT": {"OR": [{"a": 1}, {"b": {"gt": 2}}]}}))
+    where, document, _ = translate(parse_filter({"NOT": {"OR": [{"a": 1}, {"b": {"gt": 2}}]}}))
     assert document is None
     assert where == {"$and": [
         {"n:a": {"$ne": 1.0}},
@@ -56,13 +57,16 @@ def test_negation_is_pushed_to_the_leaves() -> None:
 
 
 def test_memory_substrings_go_to_the_document() -> None:
-    where, document = translate(parse_filter({"memory": {"contains": "wor"}, "user_id": "u1"}))
-    assert where == {"s:user_id": {"$eq": "u1"}}
-    assert document == {"$contains": "wor"}
-    with pytest.raises(FilterError):
-        translate(parse_filter({"OR": [{"memory": {"contains": "x"}}, {"a": 1}]}))
-    with pytest.raises(FilterError):
-        translate(condition("name", "gte", "b"))
+    where, document, exact = translate(
+        parse_filter({"memory": {"contains": "wor"}, "user_id": "u1"}))
+    assert (where, document, exact) == ({"s:user_id": {"$eq": "u1"}}, {"$contains": "wor"}, True)
+
+
+def test_what_chroma_cannot_say_widens_the_query_and_is_checked() -> None:
+    either = translate(parse_filter({"OR": [{"memory": {"contains": "x"}}, {"a": 1}]}))
+    assert either == (None, None, False)
+    ordered = translate(parse_filter({"AND": [condition("name", "gte", "b"), {"a": 1}]}))
+    assert ordered == ({"n:a": {"$eq": 1.0}}, None, False)
 
 
 def test_filters_match_the_reference(store: ChromaStore) -> None:
@@ -79,24 +83,32 @@ def test_filters_match_the_reference(store: ChromaStore) -> None:
         one, float_one, true, listed, missing)}
 
 
-def test_substrings_of_long_strings_are_refused(store: ChromaStore) -> None:
-    short, long = _record(s="abcdef"), _record(t="x" * 40)
-    store.insert([short, long])
-    assert _ids(store, {"s": {"icontains": "CDE"}}) == {short.id}
-    with pytest.raises(FilterError, match="longer than"):
-        store.count(parse_filter({"t": {"contains": "xx"}}))
+def test_substrings_of_any_field_are_exact(store: ChromaStore) -> None:
+    short, long, other = _record(s="abcdef"), _record("Long", s="x" * 40 + "CDE"), _record(s=3)
+    store.insert([short, long, other])
+    assert _ids(store, {"s": {"icontains": "CDE"}}) == {short.id, long.id}
+    assert _ids(store, {"NOT": {"s": {"contains": "CDE"}}}) == {short.id, other.id}
+    assert store.count(parse_filter({"memory": {"icontains": "LONG"}})) == 1
+    hits = store.search(np.array([1.0, 0.0, 0.0], dtype=np.float32), limit=5,
+                        filter=parse_filter({"s": {"contains": "x" * 30}}))
+    assert [h.record.id for h in hits] == [long.id]
 
 
 def test_pages_are_in_id_order(store: ChromaStore) -> None:
-    records = [_record(f"m{i}") for i in range(7)]
+    others = ["a", "abcdefg1", "abcdefg0", "abcdefg", "é", "日本", "~", "0"]
+    records = [_record(f"m{i}", k=i % 3) for i in range(11)]
+    records += [replace(_record(f"o{i}", k=i % 3), id=id) for i, id in enumerate(others)]
     store.insert(records)
-    ids, cursor = [], None
-    while True:
-        page, cursor = store.list(limit=3, cursor=cursor)
-        ids += [r.id for r in page]
-        if cursor is None:
-            break
-    assert ids == sorted(r.id for r in records)
+    for size, spec in [(1, None), (3, None), (100, None), (2, {"k": 1}), (2, {"k": 9})]:
+        ids, cursor = [], None
+        while True:
+            page, cursor = store.list(None if spec is None else parse_filter(spec), limit=size,
+                                      cursor=cursor)
+            ids += [r.id for r in page]
+            if cursor is None:
+                break
+        wanted = [r for r in records if spec is None or r.metadata["k"] == spec["k"]]
+        assert ids == sorted(r.id for r in wanted)
 
 
 def test_persists_and_checks_dimension(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import psycopg
 import pytest
 
 from memkit._filters import condition, matches, parse_filter
@@ -23,7 +24,7 @@ from memkit._pipeline.runtime import aapply_batch, apply_batch
 from memkit._time import to_iso
 from memkit.history.postgres import PostgresHistory
 from memkit.stores.base import Record, WriteBatch
-from memkit.stores.pgvector import PgVectorStore, translate
+from memkit.stores.pgvector import BULK_ROWS, PgVectorStore, translate
 from tests.conftest import unique_name
 
 DIM = 16
@@ -75,6 +76,28 @@ def test_selective_filter_returns_k_rows_through_the_hnsw_index(store: PgVectorS
     assert [h.record.id for h in hits] == [r.id for r in expected]
     assert all(0.0 <= h.score <= 1.0 for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def _hnsw_present(store: PgVectorStore) -> bool:
+    with psycopg.connect(store.dsn) as conn:
+        row = conn.execute("SELECT to_regclass(%s)", (f'"{store.collection_name}_hnsw"',)).fetchone()
+    return row is not None and row[0] is not None
+
+
+def test_a_bulk_insert_rebuilds_the_index_unless_the_table_is_in_use(store: PgVectorStore) -> None:
+    rng = np.random.default_rng(3)
+    records = [_record(f"bulk {i}", rng) for i in range(BULK_ROWS)]
+    store.insert(records)  # the index is built after the rows are in
+    assert _hnsw_present(store) and store.count() == BULK_ROWS
+    target = records[123]
+    assert target.vector is not None
+    assert store.search(target.vector, limit=1)[0].record.id == target.id
+    more = [_record(f"more {i}", rng) for i in range(BULK_ROWS)]
+    with psycopg.connect(store.dsn) as reader, reader.transaction():
+        reader.execute(f'SELECT count(*) FROM "{store.collection_name}"')  # holds a lock
+        store.insert(more)  # cannot lock the table: grows the index instead, without waiting
+    assert _hnsw_present(store) and store.count() == 2 * BULK_ROWS
+    assert store.search(more[7].vector, limit=1)[0].record.id == more[7].id  # type: ignore[arg-type]
 
 
 def test_concurrent_applies_from_several_connections_do_not_duplicate(pg_dsn: str) -> None:

@@ -17,7 +17,7 @@ from memkit._filters import Not, condition, parse_filter
 from memkit._pipeline.runtime import aapply_batch
 from memkit.history.sqlite import SQLiteHistory
 from memkit.stores.base import Record, WriteBatch
-from memkit.stores.qdrant import QdrantStore, encode_payload, translate
+from memkit.stores.qdrant import QdrantStore, encode_payload, first_uuid_from, translate
 
 
 def _record(
@@ -142,6 +142,40 @@ def test_local_path_persists_and_checks_dimension(tmp_path: Path) -> None:
 def test_non_uuid_ids_are_unknown(store: QdrantStore) -> None:
     assert store.get("not-a-uuid") is None
     store.delete(["not-a-uuid"])
+
+
+def _pages(store: QdrantStore, size: int, spec: dict[str, object] | None = None) -> list[str]:
+    ids: list[str] = []
+    cursor: str | None = None
+    while True:
+        page, cursor = store.list(None if spec is None else parse_filter(spec), limit=size,
+                                  cursor=cursor)
+        ids += [r.id for r in page]
+        if cursor is None:
+            return ids
+
+
+@pytest.mark.parametrize("marked", [True, False], ids=["current", "written-before-the-marker"])
+def test_pages_in_id_order_mix_uuid_and_other_ids(store: QdrantStore, marked: bool) -> None:
+    store._marked = marked
+    others = ["", "0", "00000000-0000-0000-0000-00000000000", "7", "abc", "g", "~", "ffff"]
+    records = [_record(f"m{i}", k=i % 3) for i in range(13)]
+    records += [replace(_record(f"o{i}", k=i % 3), id=id) for i, id in enumerate(others)]
+    store.insert(records)
+    for size in (1, 2, 5, 100):
+        assert _pages(store, size) == sorted(r.id for r in records)
+        assert _pages(store, size, {"k": 1}) == sorted(r.id for r in records if r.metadata["k"] == 1)
+
+
+def test_first_uuid_from_is_the_least_uuid_not_below() -> None:
+    assert first_uuid_from("") == "00000000-0000-0000-0000-000000000000"
+    assert first_uuid_from("7g") == "80000000-0000-0000-0000-000000000000"
+    assert first_uuid_from("0000000g") == "00000010-0000-0000-0000-000000000000"
+    assert first_uuid_from("12345678x") == "12345679-0000-0000-0000-000000000000"
+    uid = str(uuid.uuid4())
+    assert first_uuid_from(uid) == uid
+    assert first_uuid_from("ffffffff-ffff-ffff-ffff-ffffffffffff~") is None
+    assert first_uuid_from("~") is None
 
 
 async def test_server_round_trip_sync_and_async(qdrant_url: str) -> None:

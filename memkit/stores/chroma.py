@@ -4,28 +4,25 @@ memkit always passes its own embeddings (the collection has no embedding
 function, so Chroma never downloads a model) and telemetry is off.
 
 Chroma metadata is flat, its lists hold one type, and ``where`` has no
-``$not``, no substring match and numeric-only ranges. So each record's
-metadata holds the record as JSON (``"record"``) and a typed index of its
-fields that makes the reference semantics (:mod:`memkit._filters.evaluate`)
-expressible::
+``$not``, no substring match on metadata and numeric-only ranges. So each
+record's metadata holds the record as JSON (``"record"``) and a typed index of
+its fields::
 
     n:f number (as a float: Chroma compares an integer field with a float operand
         by truncating the operand)   b:f boolean   s:f string   t:f timestamps in epoch µs
     ln:f / lb:f / ls:f / ll:f   the numbers (as floats), booleans, strings and
                                 lower-cased strings of a list
-    sub:f / isub:f              every substring of a string of at most 24 characters
-                                (and of its lower-cased form)
     has                         the index keys present, for "missing" under negation
-    long                        fields whose strings are too long for ``sub:``
 
 Negation is pushed to the leaves (``$ne``/``$nin``/``$not_contains`` hold on a
 missing key; a negated range also accepts a key absent from ``has``).
-``memory`` is the Chroma document: ``contains`` on it becomes
-``where_document``, which Chroma only ANDs with ``where``, so it must be a
-top-level conjunct. :class:`~memkit.FilterError` is raised for: ordering
-strings other than timestamps, ``icontains`` on ``memory``, ``contains`` on
-``memory`` under OR, and substrings of a field that holds a string longer
-than 24 characters, or of ``hash``/timestamps (checked when the filter runs).
+``memory`` is the Chroma document: ``contains`` on it, as a top-level
+conjunct, becomes ``where_document``. What Chroma cannot express (a substring
+of any other field, ``icontains`` on ``memory``, ``contains`` on ``memory``
+under ``OR``, ordering strings other than timestamps) is relaxed to "true" in
+the query, which then selects a superset, and memkit keeps the candidates the
+reference evaluator accepts: such filters are exact, at the cost of reading
+every candidate (see :func:`translate`).
 
 Chroma OSS ranks no full text, so there is no keyword search. List pages are
 in ascending id order: the matching ids are fetched, sorted and sliced.
@@ -41,13 +38,13 @@ import copy
 import json
 from collections.abc import Callable, Generator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 from urllib.parse import urlparse
 
 import numpy as np
 
-from memkit._errors import ConfigError, FilterError, VectorStoreError
-from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or
+from memkit._errors import ConfigError, VectorStoreError
+from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or, matches
 from memkit._imports import require
 from memkit._time import to_datetime
 from memkit.stores._driven import DrivenStore, arun_calls, run_calls
@@ -75,10 +72,7 @@ def _unflushed(exc: Exception) -> bool:
     return "Nothing found on disk" in str(exc)
 Where = dict[str, Any]
 
-MAX_SUBSTRING_SOURCE = 24
 _BATCH = 1000
-# fixed-width 32-character values: indexing their substrings costs more than it serves
-_NO_SUBSTRINGS = frozenset({"hash", *TIME_FIELDS})
 _NEVER: Where = {"has": {"$contains": ""}}  # "has" never holds the empty string
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _COMPLEMENT = {"gt": "$lte", "gte": "$lt", "lt": "$gte", "lte": "$gt"}
@@ -97,14 +91,9 @@ def _epoch_us(value: str) -> int | None:
         return None
 
 
-def _substrings(text: str) -> builtins.list[str]:
-    return sorted({text[i:j] for i in range(len(text) + 1) for j in range(i, len(text) + 1)})
-
-
 def encode_metadata(record: Record) -> dict[str, Any]:
     """The Chroma metadata of a record: the record as JSON and its typed field index."""
     meta: dict[str, Any] = {"record": json.dumps(record.payload(), ensure_ascii=False)}
-    long: builtins.list[str] = []
     fields = {k: v for k, v in record.metadata.items() if k not in BUILTIN_FIELDS}
     fields.update({k: getattr(record, k) for k in BUILTIN_FIELDS})
     for name, value in fields.items():
@@ -116,13 +105,6 @@ def encode_metadata(record: Record) -> dict[str, Any]:
             meta[f"s:{name}"] = value
             if name in TIME_FIELDS and (micros := _epoch_us(value)) is not None:
                 meta[f"t:{name}"] = micros
-            if name == "memory":  # substrings of the memory are searched in the document
-                pass
-            elif len(value) <= MAX_SUBSTRING_SOURCE and name not in _NO_SUBSTRINGS:
-                meta[f"sub:{name}"] = _substrings(value)
-                meta[f"isub:{name}"] = _substrings(value.lower())
-            else:
-                long.append(name)
         elif isinstance(value, list):
             strings = [v for v in value if isinstance(v, str)]
             for key, items in (
@@ -134,8 +116,6 @@ def encode_metadata(record: Record) -> dict[str, Any]:
                 if items:
                     meta[key] = items
     meta["has"] = ["record", *sorted(meta)]
-    if long:
-        meta["long"] = long
     return meta
 
 
@@ -144,6 +124,18 @@ def decode_record(id: str, metadata: dict[str, Any]) -> Record:
 
 
 # -- filters ---------------------------------------------------------------
+
+
+class Translated(NamedTuple):
+    """A filter as Chroma's ``where`` and ``where_document`` (``None``: no condition).
+
+    When ``exact`` is false they select a superset: the records must then be
+    checked with the reference evaluator.
+    """
+
+    where: Where | None
+    document: Where | None
+    exact: bool
 
 
 def _all(parts: builtins.list[Where | None]) -> Where | None:
@@ -176,16 +168,24 @@ def _typed(field: str, value: object, kinds: tuple[str, str, str]) -> tuple[str,
     return f"{number}:{field}", float(value)
 
 
+def _expressible(cond: Condition) -> bool:
+    """Whether Chroma's ``where`` can say exactly what ``cond`` says."""
+    op, value = cond.operator, cond.value
+    if op in ("contains", "icontains"):
+        return not isinstance(value, str)
+    if op in _COMPLEMENT:
+        return _is_number(value) or (
+            isinstance(value, str) and cond.field in TIME_FIELDS and _epoch_us(value) is not None)
+    return True
+
+
 def _condition(cond: Condition, negate: bool) -> Where | None:
     field, op, value = cond.field, cond.operator, cond.value
     if op in ("ne", "nin"):
         return _condition(cond.model_copy(update={"operator": op[1:] if op == "nin" else "eq"}),
                           not negate)
-    if field == "memory" and op in ("contains", "icontains"):
-        raise FilterError(
-            f"chroma: memory {op} must be a top-level AND condition, and icontains on memory "
-            "is not supported"
-        )
+    if not _expressible(cond):
+        return None  # relaxed to true: the caller checks the candidates
     if op == "eq":
         key, operand = _typed(field, value, ("b", "n", "s"))
         return {key: {"$ne" if negate else "$eq": operand}}
@@ -198,27 +198,18 @@ def _condition(cond: Condition, negate: bool) -> Where | None:
         if negate:
             return _all([{k: {"$nin": v}} for k, v in groups.items()])
         return _any([{k: {"$in": v}} for k, v in groups.items()])
-    if op in ("contains", "icontains"):
-        if isinstance(value, str):
-            sub, element = ("sub", "ls") if op == "contains" else ("isub", "ll")
-            needle = value if op == "contains" else value.lower()
-            parts: builtins.list[Where | None] = [
-                {f"{sub}:{field}": {"$not_contains" if negate else "$contains": needle}},
-                {f"{element}:{field}": {"$not_contains" if negate else "$contains": needle}},
-            ]
-            return _all(parts) if negate else _any(parts)
+    if op == "contains":  # an element of a list
         key, operand = _typed(field, value, ("lb", "ln", "ls"))
         return {key: {"$not_contains" if negate else "$contains": operand}}
     # gt / gte / lt / lte
-    if _is_number(value):
-        assert isinstance(value, int | float)
-        key, bound = f"n:{field}", float(value)
-    elif isinstance(value, str) and field in TIME_FIELDS and (micros := _epoch_us(value)) is not None:
+    bound: int | float
+    if isinstance(value, str):
+        micros = _epoch_us(value)
+        assert micros is not None
         key, bound = f"t:{field}", micros
     else:
-        raise FilterError(
-            f"chroma cannot order strings: {field} {op} {value!r} (only timestamps take a string bound)"
-        )
+        assert isinstance(value, int | float)
+        key, bound = f"n:{field}", float(value)
     if not negate:
         return {key: {f"${op}": bound}}
     return _any([{"has": {"$not_contains": key}}, {key: {_COMPLEMENT[op]: bound}}])
@@ -233,6 +224,16 @@ def _where(expr: Filter, negate: bool) -> Where | None:
     return _all(parts) if isinstance(expr, And) != negate else _any(parts)
 
 
+def _conditions(expr: Filter) -> Iterator[Condition]:
+    if isinstance(expr, Condition):
+        yield expr
+    elif isinstance(expr, Not):
+        yield from _conditions(expr.item)
+    else:
+        for item in expr.items:
+            yield from _conditions(item)
+
+
 def _conjuncts(expr: Filter, negate: bool) -> Generator[tuple[Filter, bool], None, None]:
     if isinstance(expr, Not):
         yield from _conjuncts(expr.item, not negate)
@@ -243,14 +244,17 @@ def _conjuncts(expr: Filter, negate: bool) -> Generator[tuple[Filter, bool], Non
         yield expr, negate
 
 
-def translate(expr: Filter) -> tuple[Where | None, Where | None]:
-    """``(where, where_document)`` selecting exactly what the reference evaluator accepts.
+def translate(expr: Filter) -> Translated:
+    """The ``where`` and ``where_document`` of ``expr``.
 
-    ``None`` means no condition. Filters on ``memory`` substrings become
-    ``where_document``; the rest becomes ``where``.
+    Negation is pushed to the leaves, so the expression is monotone in them:
+    a leaf Chroma cannot express, taken as true, widens the selection to a
+    superset (``exact`` is then false). A ``memory`` substring that is a
+    top-level conjunct becomes ``where_document``.
     """
     where: builtins.list[Where | None] = []
     document: builtins.list[Where] = []
+    exact = True
     for item, negate in _conjuncts(expr, False):
         if (isinstance(item, Condition) and item.field == "memory"
                 and item.operator == "contains" and isinstance(item.value, str)):
@@ -261,20 +265,11 @@ def translate(expr: Filter) -> tuple[Where | None, Where | None]:
             document.append({"$not_contains" if negate else "$contains": item.value})
         else:
             where.append(_where(item, negate))
+            exact = exact and all(_expressible(c) for c in _conditions(item))
     combined_document = None if not document else (
         document[0] if len(document) == 1 else {"$and": document}
     )
-    return _all(where), combined_document
-
-
-def substring_fields(expr: Filter) -> set[str]:
-    """Fields (other than ``memory``) a filter matches by substring."""
-    if isinstance(expr, Condition):
-        substring = expr.operator in ("contains", "icontains") and isinstance(expr.value, str)
-        return {expr.field} if substring and expr.field != "memory" else set()
-    if isinstance(expr, Not):
-        return substring_fields(expr.item)
-    return set().union(*(substring_fields(i) for i in expr.items))
+    return Translated(_all(where), combined_document, exact)
 
 
 # -- the store -------------------------------------------------------------
@@ -285,11 +280,6 @@ class ChromaStore(DrivenStore):
 
     provider = "chroma"
     supports_keyword = False
-    #: string-bounded ranges off timestamps; icontains on memory; see the module docstring
-    unsupported_filters: ClassVar[frozenset[str]] = frozenset(
-        {"gt", "gte", "lt", "lte", "contains", "icontains"}
-    )
-
     def __init__(
         self,
         path: str | None = None,
@@ -417,15 +407,24 @@ class ChromaStore(DrivenStore):
             )
 
     def _ids(self, filter: Filter | None) -> Op[builtins.list[str]]:
-        if filter is None:
-            result = yield (lambda c: c.get(include=[]))
-            return sorted(result["ids"])
-        yield from self._ids_check(filter)
-        where, document = translate(filter)
-        if where is _NEVER:
+        """The ids of the records matching ``filter``, sorted."""
+        query = Translated(None, None, True) if filter is None else translate(filter)
+        if filter is not None and not query.exact:
+            return sorted(r.id for r in (yield from self._checked(filter, query)))
+        if query.where is _NEVER:
             return []
-        result = yield (lambda c: c.get(where=where, where_document=cast(Any, document), include=[]))
+        result = yield (lambda c: c.get(where=query.where, where_document=cast(Any, query.document),
+                                         include=[]))
         return sorted(result["ids"])
+
+    def _checked(self, filter: Filter, query: Translated) -> Op[builtins.list[Record]]:
+        """The records matching ``filter``: the candidates ``query`` selects, checked."""
+        if query.where is _NEVER:
+            return []
+        result = yield (lambda c: c.get(where=query.where, where_document=cast(Any, query.document),
+                                         include=["metadatas"]))
+        candidates = map(decode_record, result["ids"], result["metadatas"])
+        return [r for r in candidates if matches(filter, r.lookup)]
 
     def _chunks(self, records: Sequence[Record]) -> Iterator[dict[str, Any]]:
         for record in records:
@@ -483,14 +482,18 @@ class ChromaStore(DrivenStore):
 
     def _search(self, vector: Vector, limit: int, filter: Filter | None) -> Op[builtins.list[Hit]]:
         self._check(vector)
-        where, document = (None, None) if filter is None else translate(filter)
-        if where is _NEVER or limit <= 0:
+        query = Translated(None, None, True) if filter is None else translate(filter)
+        if query.where is _NEVER or limit <= 0:
             return []
-        if filter is not None:
-            yield from self._ids_check(filter)
+        ids: builtins.list[str] | None = None
+        if filter is not None and not query.exact:
+            ids = [r.id for r in (yield from self._checked(filter, query))]
+            if not ids:
+                return []
+            query, limit = Translated(None, None, True), min(limit, len(ids))
         result = yield (lambda c: c.query(
-            query_embeddings=[vector.tolist()], n_results=limit, where=where,
-            where_document=cast(Any, document), include=["metadatas", "distances"],
+            query_embeddings=[vector.tolist()], ids=ids, n_results=limit, where=query.where,
+            where_document=cast(Any, query.document), include=["metadatas", "distances"],
         ))
         return [
             Hit(decode_record(i, m), cosine_to_score(1.0 - d))
@@ -498,20 +501,11 @@ class ChromaStore(DrivenStore):
                                strict=True)
         ]
 
-    def _ids_check(self, filter: Filter) -> Op[None]:
-        for field in sorted(substring_fields(filter)):
-            long_field: Any = {"long": {"$contains": field}}
-            long = yield (lambda c, where=long_field: c.get(  # type: ignore[misc]
-                where=where, limit=1, include=[]))
-            if long["ids"]:
-                raise FilterError(
-                    f"chroma: {field!r} holds strings longer than {MAX_SUBSTRING_SOURCE} "
-                    "characters, which substring filters cannot search"
-                )
-
     def _list(
         self, filter: Filter | None, limit: int, cursor: str | None, order: Order
     ) -> Op[tuple[builtins.list[Record], str | None]]:
+        if filter is not None and not (query := translate(filter)).exact:
+            return page_after((yield from self._checked(filter, query)), order, cursor, limit)
         if order == "newest":  # Chroma cannot order: the matching records, sorted here
             records = yield from self._fetch((yield from self._ids(filter)))
             return page_after(records, order, cursor, limit)

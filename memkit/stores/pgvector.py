@@ -95,6 +95,9 @@ _TEXT_COLUMNS = frozenset({"memory", "hash", "user_id", "agent_id", "run_id", "s
 _PERIOD_COLUMNS = ("valid_from", "valid_to", "expires_at", "last_accessed_at")
 _SCOPE_COLUMNS = ("user_id", "agent_id", "run_id")
 _MAX_HNSW_DIMENSIONS = 2000
+#: an insert of at least this many rows that at least doubles the table rebuilds the HNSW
+#: index after the rows are in (a build is several times faster than as many inserts)
+BULK_ROWS = 5000
 _MAX_EF_SEARCH = 1000
 _TS_CONFIG = "simple"  # no stemming and no stop words: memories come in every language
 _ISO_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'  # to_char() of memkit._time.to_iso
@@ -391,6 +394,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
     def _bind(self, table: str) -> None:
         """Use ``table``: the collection's own, or that of its last re-embedding."""
         self._table_name, self._table = table, sql.Identifier(table)
+        self._hnsw = sql.Identifier(f"{table}_hnsw")
 
     # -- connections ----------------------------------------------------
     def _sync_pool(self) -> ConnectionPool[Any]:
@@ -502,15 +506,18 @@ class PgVectorStore(PoolOwner, DrivenStore):
             " ADD COLUMN IF NOT EXISTS last_accessed_at timestamptz"
         ).format(t=t))
         if dimension <= _MAX_HNSW_DIMENSIONS:  # pgvector's HNSW limit for vector
-            yield Statement(sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
-            ).format(i=sql.Identifier(f"{name}_hnsw"), t=t))
+            yield self._create_hnsw()
         for column in (*_SCOPE_COLUMNS, "hash", "created_at", "updated_at", "valid_from",
                        "valid_to", "expires_at", "supersedes", "memory_type"):
             yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} ({c})").format(
                 i=sql.Identifier(f"{name}_{column}"), t=t, c=sql.Identifier(column)))
         yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (fts)").format(
             i=sql.Identifier(f"{name}_fts"), t=t))
+
+    def _create_hnsw(self) -> Statement:
+        return Statement(sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
+        ).format(i=self._hnsw, t=self._table))
 
     def drop(self) -> None:
         """Delete the collection: its table and its entry in ``memkit_collections``."""
@@ -581,20 +588,42 @@ class PgVectorStore(PoolOwner, DrivenStore):
     def _insert(self, records: Sequence[Record]) -> Op[None]:
         for record in records:
             self._check_vector(record, required=True)
-        if records:
-            yield Statement(
-                sql.SQL(
-                    "INSERT INTO {t} (id, embedding, memory, hash, user_id, agent_id, run_id,"
-                    " created_at, updated_at, metadata, folded, valid_from, valid_to, expires_at,"
-                    " supersedes, memory_type, importance, confidence, access_count,"
-                    " last_accessed_at) VALUES (%(id)s, %(embedding)s,"
-                    " %(memory)s, %(hash)s, %(user_id)s, %(agent_id)s, %(run_id)s,"
-                    " %(created_at)s, %(updated_at)s, %(metadata)s, %(folded)s, %(valid_from)s,"
-                    " %(valid_to)s, %(expires_at)s, %(supersedes)s, %(memory_type)s,"
-                    " %(importance)s, %(confidence)s, %(access_count)s, %(last_accessed_at)s)"
-                ).format(t=self._table),
-                [_row_params(r) for r in records], many=True,
-            )
+        if not records:
+            return
+        rebuild = len(records) >= BULK_ROWS and (yield from self._rebuilds(len(records)))
+        if rebuild:
+            yield Statement(sql.SQL("DROP INDEX {i}").format(i=self._hnsw))
+        yield Statement(
+            sql.SQL(
+                "INSERT INTO {t} (id, embedding, memory, hash, user_id, agent_id, run_id,"
+                " created_at, updated_at, metadata, folded, valid_from, valid_to, expires_at,"
+                " supersedes, memory_type, importance, confidence, access_count,"
+                " last_accessed_at) VALUES (%(id)s, %(embedding)s,"
+                " %(memory)s, %(hash)s, %(user_id)s, %(agent_id)s, %(run_id)s,"
+                " %(created_at)s, %(updated_at)s, %(metadata)s, %(folded)s, %(valid_from)s,"
+                " %(valid_to)s, %(expires_at)s, %(supersedes)s, %(memory_type)s,"
+                " %(importance)s, %(confidence)s, %(access_count)s, %(last_accessed_at)s)"
+            ).format(t=self._table),
+            [_row_params(r) for r in records], many=True,
+        )
+        if rebuild:
+            yield Statement(sql.SQL("SET LOCAL maintenance_work_mem = '256MB'"))
+            yield self._create_hnsw()
+
+    def _rebuilds(self, rows: int) -> Op[bool]:
+        """Whether inserting ``rows`` rows should rebuild the HNSW index rather than grow it:
+        the insert at least doubles the table, and no other transaction uses the table now
+        (the lock is taken without waiting, so it can never deadlock with another writer)."""
+        found = yield Statement(sql.SQL("SELECT to_regclass(%(i)s)"),
+                                {"i": self._hnsw.as_string(None)})
+        if found[0][0] is None:
+            return False
+        (held,), = yield Statement(sql.SQL("SELECT count(*) FROM {t}").format(t=self._table))
+        if held > rows:
+            return False
+        locked = yield Statement(sql.SQL("LOCK TABLE {t} IN ACCESS EXCLUSIVE MODE NOWAIT").format(
+            t=self._table), fallible=True)
+        return locked is not None
 
     def _update(self, records: Sequence[Record]) -> Op[None]:
         for record in records:

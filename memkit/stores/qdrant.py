@@ -17,8 +17,12 @@ ordered through ``t.f``; an order comparison with a string on any other field
 raises :class:`~memkit.FilterError`.
 
 Point ids are the memkit ids when those are canonical UUIDs, and a name-based
-UUID of the id otherwise (the id itself is kept in the payload); ``list`` sorts
-the matching ids itself, since Qdrant scrolls in point-id order.
+UUID of the id otherwise (the id itself is kept in the payload, and such points
+are marked ``"aliased"``). Qdrant scrolls in point-id order, which for canonical
+UUIDs is memkit's id order: a page in id order is one scroll of the unaliased
+points from the cursor, merged with the aliased ones (usually none). Newest-first
+pages, and every page of a collection written before the marker existed, sort
+the matching ids here.
 
 Keyword search uses a sparse vector per point (hashed term frequencies of the
 memory text) with Qdrant's IDF modifier; scores are divided by the best one, so
@@ -71,6 +75,9 @@ _SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_]+")
 _TOKEN = re.compile(r"\w+")
 _PAGE = 1000
+_ALIASED = "aliased"  # the point id is a name-based UUID of the memkit id
+_UUID_TEMPLATE = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+_HEX = "0123456789abcdef"
 
 # -- payload ---------------------------------------------------------------
 
@@ -119,7 +126,10 @@ def encode_payload(record: Record) -> dict[str, Any]:
                                 ("ll", [s.lower() for s in strings])):
                 if items:
                     index[kind][name] = items
-    return {"id": record.id, "record": record.payload(), **index}
+    payload: dict[str, Any] = {"id": record.id, "record": record.payload(), **index}
+    if _point_id(record.id) != record.id:
+        payload[_ALIASED] = True
+    return payload
 
 
 def sparse_vector(text: str, *, query: bool = False) -> Any | None:
@@ -235,6 +245,30 @@ def _point_id(id: str) -> str:
     return canonical if canonical == id else str(uuid.uuid5(_ID_NAMESPACE, id))
 
 
+def _allowed(position: int) -> str:
+    return "-" if _UUID_TEMPLATE[position] == "-" else _HEX
+
+
+def _least_from(position: int) -> str:
+    return "".join(_allowed(i)[0] for i in range(position, len(_UUID_TEMPLATE)))
+
+
+def first_uuid_from(text: str) -> str | None:
+    """The least canonical UUID string that is not less than ``text``, or ``None``."""
+    size = len(_UUID_TEMPLATE)
+    matched = 0
+    while matched < min(len(text), size) and text[matched] in _allowed(matched):
+        matched += 1
+    if matched == len(text):  # a prefix of a UUID, or one
+        return text + _least_from(matched)
+    # Raise the last position that can go up, then fill the rest with the least characters.
+    for i in range(min(matched, size - 1), -1, -1):
+        higher = [ch for ch in _allowed(i) if ch > text[i]]
+        if higher:
+            return text[:i] + higher[0] + _least_from(i + 1)
+    return None
+
+
 def _record(point: Any) -> Record:
     return Record.from_payload(point.payload["id"], point.payload["record"])
 
@@ -261,6 +295,8 @@ class QdrantStore(SwitchableStore):
         self.collection_name = self._live = collection_name
         self._dimension: int | None = None
         self._model = ""
+        #: whether the collection marks aliased points (see the module docstring)
+        self._marked = False
         # qdrant-client's local mode is not thread-safe; a server client is.
         self._client_lock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         self.local = url is None and host is None
@@ -291,7 +327,7 @@ class QdrantStore(SwitchableStore):
     # -- operations ------------------------------------------------------
     def _open(self, dimension: int, model: str) -> Op[None]:
         name = self.collection_name
-        meta = {"memkit": {"dimension": dimension, "model": model}}
+        meta = {"memkit": {"dimension": dimension, "model": model, _ALIASED: True}}
         if not (yield (lambda c: c.collection_exists(collection_name=name))):
             yield (lambda c: c.create_collection(
                 collection_name=name,
@@ -308,6 +344,11 @@ class QdrantStore(SwitchableStore):
                         collection_name=name, field_name=key,
                         field_schema=models.PayloadSchemaType.KEYWORD,
                     ))
+                yield (lambda c: c.create_payload_index(
+                    collection_name=name, field_name=_ALIASED,
+                    field_schema=models.PayloadSchemaType.BOOL,
+                ))
+            self._marked = True
         else:
             info = yield (lambda c: c.get_collection(collection_name=name))
             stored = (info.config.metadata or {}).get("memkit")
@@ -319,13 +360,16 @@ class QdrantStore(SwitchableStore):
                     f"{stored.get('model')!r}; got {dimension}-dimensional vectors of {model!r}"
                 )
             self._live = stored.get("live") or name
+            self._marked = stored.get(_ALIASED) is True
         self._dimension, self._model = dimension, model
 
     def _point_to(self, shadow: SwitchableStore) -> Op[None]:
         assert isinstance(shadow, QdrantStore)
-        meta = {"dimension": shadow._dimension, "model": shadow._model, "live": shadow._live}
+        meta = {"dimension": shadow._dimension, "model": shadow._model, "live": shadow._live,
+                _ALIASED: shadow._marked}
         yield (lambda c: c.update_collection(collection_name=self.collection_name,
                                              metadata={"memkit": meta}))
+        self._marked = shadow._marked
 
     def _drop(self, name: str) -> Op[None]:
         if (yield (lambda c: c.collection_exists(collection_name=name))):
@@ -420,25 +464,30 @@ class QdrantStore(SwitchableStore):
         top = max((p.score for p in points), default=0.0)
         return [Hit(_record(p), max(0.0, p.score) / top if top > 0 else 0.0) for p in points]
 
-    def _list(
-        self, filter: Filter | None, limit: int, cursor: str | None, order: Order
-    ) -> Op[tuple[list[Record], str | None]]:
-        # Point ids are UUIDs (hashed when the memkit id is not one), so Qdrant's scroll
-        # order is not memkit's: collect the matching ids (and creation times), sort,
-        # fetch one page.
-        keys: list[Record] = []
+    def _scan(self, scroll_filter: Any, with_payload: Any) -> Op[list[Any]]:
+        """Every point matching ``scroll_filter``."""
+        found: list[Any] = []
         offset: Any = None
         while True:
             points, offset = yield (lambda c: c.scroll(
-                collection_name=self._live,
-                scroll_filter=None if filter is None else translate(filter),
+                collection_name=self._live, scroll_filter=scroll_filter,
                 limit=10 * _PAGE, offset=offset,  # noqa: B023 - called at once
-                with_payload=["id", "record.created_at"], with_vectors=False,
+                with_payload=with_payload, with_vectors=False,
             ))
-            keys.extend(Record(id=p.payload["id"], memory="", hash="", updated_at="",
-                               created_at=p.payload["record"]["created_at"]) for p in points)
+            found.extend(points)
             if offset is None:
-                break
+                return found
+
+    def _list(
+        self, filter: Filter | None, limit: int, cursor: str | None, order: Order
+    ) -> Op[tuple[list[Record], str | None]]:
+        if order == "id" and self._marked:
+            return (yield from self._page_in_id_order(filter, limit, cursor))
+        # Collect the matching ids (and creation times), sort, fetch one page.
+        points = yield from self._scan(None if filter is None else translate(filter),
+                                       ["id", "record.created_at"])
+        keys = [Record(id=p.payload["id"], memory="", hash="", updated_at="",
+                       created_at=p.payload["record"]["created_at"]) for p in points]
         wanted, next_cursor = page_after(keys, order, cursor, limit)
         if not wanted:
             return [], None
@@ -447,6 +496,27 @@ class QdrantStore(SwitchableStore):
                                              with_payload=True, with_vectors=False))
         by_id = {r.id: r for r in map(_record, points)}
         return [by_id[r.id] for r in wanted if r.id in by_id], next_cursor
+
+    def _page_in_id_order(
+        self, filter: Filter | None, limit: int, cursor: str | None
+    ) -> Op[tuple[list[Record], str | None]]:
+        """One scroll of the unaliased points from the cursor, merged with the aliased ones."""
+        aliased = models.FieldCondition(key=_ALIASED, match=models.MatchValue(value=True))
+        matching = [] if filter is None else [translate(filter)]
+        start = None if cursor is None else first_uuid_from(cursor)
+        found: list[Any] = []
+        if cursor is None or start is not None:
+            # the cursor's own point may come back too: one more than a page and one
+            found, _ = yield (lambda c: c.scroll(
+                collection_name=self._live,
+                scroll_filter=models.Filter(must=matching or None, must_not=[aliased]),
+                limit=limit + 2, offset=start, with_payload=True, with_vectors=False,
+            ))
+        found += yield from self._scan(models.Filter(must=[*matching, aliased]), True)
+        records = sorted((r for r in map(_record, found) if cursor is None or r.id > cursor),
+                         key=lambda r: r.id)
+        page = records[:limit]
+        return page, (page[-1].id if len(records) > limit and page else None)
 
     def _count(self, filter: Filter | None) -> Op[int]:
         result = yield (lambda c: c.count(collection_name=self._live, exact=True,
