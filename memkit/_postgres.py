@@ -117,6 +117,22 @@ def advisory_key(*parts: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+async def open_async_pool(dsn: str, size: int, name: str | None = None,
+                          configure: Any = None) -> AsyncConnectionPool[Any]:
+    """An async pool of ``size`` connections, all made before this returns.
+
+    A pool that grows later connects in background tasks. An event loop that ends
+    while one of those connects (``asyncio.run`` around an ``AsyncMemory`` that was
+    never closed) cancels it; psycopg reports the cancelled connect as a failed one
+    and its worker waits on for more work, so the loop never finishes closing. A
+    fixed-size pool opened in full has no connect left in flight once it is used.
+    """
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        dsn, min_size=size, max_size=size, open=False, configure=configure, name=name)
+    await pool.open(wait=True)
+    return pool
+
+
 class PoolOwner:
     """Closes a sync and an async psycopg pool; shared by the store and the history."""
 

@@ -259,3 +259,49 @@ def test_a_table_in_the_previous_release_layout_migrates(pg_dsn: str) -> None:
     finally:
         store.drop()
         history.drop()
+
+
+_LEFT_OPEN = """
+import asyncio, sys, tempfile, threading, uuid
+from memkit import AsyncMemory, Memory
+from memkit.history.sqlite import SQLiteHistory
+from memkit.stores.pgvector import PgVectorStore
+from memkit.testing import HashEmbedder, ScriptedLLM
+
+for _ in range(10):
+    store = PgVectorStore(sys.argv[1], collection_name="left_open_" + uuid.uuid4().hex[:8])
+    history = SQLiteHistory(tempfile.mkdtemp() + "/history.db")
+    sync = Memory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=store, history=history)
+    start = threading.Barrier(5)
+
+    def worker():
+        start.wait()
+        sync.add("I like tea", user_id="u", infer=False)
+
+    async def main():  # its AsyncMemory is never closed: the loop must still finish
+        m = AsyncMemory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=store,
+                        history=history)
+        await asyncio.to_thread(start.wait)
+        await asyncio.gather(*(m.add("I like tea", user_id="u", infer=False) for _ in range(4)))
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    asyncio.run(main())
+    for t in threads:
+        t.join()
+    sync.close()
+print("done")
+"""
+
+
+def test_asyncio_run_ends_with_an_async_memory_left_open(pg_dsn: str) -> None:
+    """Concurrent async calls on a fresh pool, then the loop ends without ``aclose()``: the
+    pools' connections were all made at open, so no connect is cancelled in flight (which
+    psycopg's pool would swallow, hanging ``asyncio.run`` at exit)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _LEFT_OPEN, pg_dsn], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr[-2000:]

@@ -21,7 +21,17 @@ from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from memkit._errors import VectorStoreError
-from memkit._postgres import PoolOwner, Rows, Statement, adrive, advisory_key, check_name, drive, resolve_dsn
+from memkit._postgres import (
+    PoolOwner,
+    Rows,
+    Statement,
+    adrive,
+    advisory_key,
+    check_name,
+    drive,
+    open_async_pool,
+    resolve_dsn,
+)
 from memkit.graph._sql import Dialect, Op, SQLGraph, T
 from memkit.graph.base import GraphError, GraphStore
 
@@ -91,10 +101,7 @@ class PostgresGraph(PoolOwner, GraphStore):
     async def _arun(self, op: Op[T]) -> T:
         async with self._alock:
             if self._apool is None:
-                apool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-                    self.dsn, min_size=1, max_size=self.pool_size, open=False)
-                await apool.open()
-                self._apool = apool
+                self._apool = await open_async_pool(self.dsn, self.pool_size)
             pool = self._apool
         try:
             async with pool.connection() as conn:

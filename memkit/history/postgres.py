@@ -25,6 +25,7 @@ from memkit._postgres import (
     advisory_key,
     check_name,
     drive,
+    open_async_pool,
     resolve_dsn,
 )
 from memkit._time import to_datetime
@@ -69,10 +70,7 @@ class PostgresHistory(PoolOwner, HistoryStore):
         await self.aensure_table()
         async with self._alock:
             if self._apool is None:
-                apool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-                    self.dsn, min_size=1, max_size=4, open=False)
-                await apool.open()
-                self._apool = apool
+                self._apool = await open_async_pool(self.dsn, 4)
             pool = self._apool
         async with pool.connection() as conn:
             return await adrive(conn, op)

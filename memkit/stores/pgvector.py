@@ -62,6 +62,7 @@ from memkit._postgres import (
     advisory_key,
     check_name,
     drive,
+    open_async_pool,
     resolve_dsn,
 )
 from memkit._time import to_datetime, to_iso
@@ -411,12 +412,9 @@ class PgVectorStore(PoolOwner, DrivenStore):
         self._require_open()
         async with self._apool_lock:
             if self._apool is None:
-                pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-                    self.dsn, min_size=1, max_size=self.pool_size, open=False,
-                    configure=pgvector_psycopg.register_vector_async, name=self.collection_name,
-                )
-                await pool.open()
-                self._apool = pool
+                self._apool = await open_async_pool(
+                    self.dsn, self.pool_size, self.collection_name,
+                    configure=pgvector_psycopg.register_vector_async)
             return self._apool
 
     def _require_open(self) -> None:
