@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BASH_BLOCK = re.compile(r"```bash\n(.*?)```", re.DOTALL)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def _blocks() -> list[list[str]]:
