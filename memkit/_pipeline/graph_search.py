@@ -1,13 +1,13 @@
 """Graph-expanded search: the entities a query names lift the memories their relations
 came from, and memories the search did not return join the ranking.
 
-Every memory in the ranking is scored the same way: its own score for the query ``s``
-(the search's score; for a memory reached only through the graph, the store's score of
-its stored vector against the query vector), lifted toward 1 by the link it came
-through: ``s + b * g * (1 - s)`` with ``b = GRAPH_BOOST`` and ``g`` from
-:func:`graph_lift`. Siblings behind one link get the same ``g``, so their own
-similarity orders them: "Bob lives in Paris" outranks "Bob plays tennis" for "Where
-does Alice's manager live?".
+A memory scores ``s + b * g * (1 - s)``: ``s`` its search score, ``b = GRAPH_BOOST`` and
+``g`` the lift of the link it came through (:func:`graph_lift`). A memory reached only
+through the graph enters at ``s`` = the lowest score of the results: the search ranked it
+below all of them, and the graph vouches for it. Memories with equal scores (the siblings
+behind one link, which get the same lift) are ordered by their own similarity to the
+query: the store's score of their stored vector against the query's vector, so "Bob lives
+in Paris" comes before "Bob plays tennis" for "Which city does Alice's manager live in?".
 """
 
 from __future__ import annotations
@@ -48,10 +48,11 @@ def named_in(query: str) -> list[str]:
 def graph_lift(relations: Sequence[Relation], seeds: set[str], relevance: dict[str, float],
                floor: float) -> dict[str, float]:
     """How far each linked memory is lifted (``g``): 1 for the memories of a relation touching
-    a named entity; further out, half the strength of the entity the walk came through, which
-    is the score for the query of the best memory linking it to a named entity (``floor`` for
-    one not scored), so "Alice works at Acme" carries the lift on to Acme's city more than a
-    weaker link carries it on to the neighbours of Alice's city."""
+    a named entity; ``k`` hops out, ``r / 2 ** (k - 1)``, where ``r`` is the score for the
+    query (``relevance``; ``floor`` when unknown) of the best memory linking the walk's first
+    step to a named entity. So "Alice works at Acme" carries the lift on to Acme's city more
+    than a weaker link carries it on to the neighbours of Alice's city, and the lift fades
+    with each further hop rather than reaching everything the neighbourhood holds."""
     touching: dict[str, list[Relation]] = {}
     for r in relations:
         touching.setdefault(r.source_id, []).append(r)
@@ -69,7 +70,7 @@ def graph_lift(relations: Sequence[Relation], seeds: set[str], relevance: dict[s
                 other = r.target_id if r.source_id == entity else r.source_id
                 if other not in strength:
                     carried = max((relevance.get(m, floor) for m in r.memory_ids),
-                                  default=floor) if first else strength[entity]
+                                  default=floor) if first else 0.5 * strength[entity]
                     reached[other] = max(reached.get(other, 0.0), carried)
         strength.update(reached)
         frontier, first = sorted(reached), False
@@ -112,13 +113,16 @@ def graph_search_flow(search: SearchGiven, query: str, scope: GraphScope,
     floor = min((s for _, s in scores.values()), default=0.0)
     lift = graph_lift(sub.relations, seeds, {id: s for id, (_, s) in scores.items()}, floor)
     missing = [m for m in sorted(lift, key=lambda m: (-lift[m], m)) if m not in scores]
-    for hit in (yield from linked_scores(missing[:_MAX_LINKED], vector, filter)):
-        scores[hit.record.id] = (hit.record.to_item(), hit.score)
-    # again, now that the memories linking a named entity onwards have their own scores
-    lift = graph_lift(sub.relations, seeds, {id: s for id, (_, s) in scores.items()}, floor)
+    hits = yield from linked_scores(missing[:_MAX_LINKED], vector, filter)
+    own = {id: s for id, (_, s) in scores.items()}  # the tie-break, and each link's strength
+    for hit in hits:
+        scores[hit.record.id] = (hit.record.to_item(), floor)
+        own[hit.record.id] = hit.score
+    lift = graph_lift(sub.relations, seeds, own, floor)
     ranked = sorted(
         ((item, score + GRAPH_BOOST * lift.get(item.id, 0.0) * (1.0 - score))
-         for item, score in scores.values()), key=lambda pair: (-pair[1], pair[0].id))
+         for item, score in scores.values()),
+        key=lambda pair: (-pair[1], -own[pair[0].id], pair[0].id))
     return SearchResult(
         results=[item.model_copy(update={"score": round(score, 6)})
                  for item, score in ranked[:limit]],
