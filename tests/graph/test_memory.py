@@ -473,34 +473,3 @@ def test_reembed_moves_the_entity_names_to_the_new_model(make: Any) -> None:
     result = m.add("I like Google Cloud", user_id="alice")  # resolved by the new name vectors
     assert triples(result.relations) == [("user", "LIKES", "Google")]
 
-
-@pytest.mark.parametrize("graph_kind", ["sqlite-store"])
-def test_graph_search_ranks_the_second_hop_by_its_own_similarity(make: Any) -> None:
-    def added(text: str) -> dict[str, Any]:
-        return {"memory": [{"event": "ADD", "id": None, "text": text, "old_memory": None}]}
-
-    facts = [("Alice is managed by Bob", rel("Alice", "managed by", "Bob", "person", "person")),
-             ("Bob lives in Paris", rel("Bob", "lives in", "Paris", "person", "city")),
-             ("Bob plays tennis on Sundays", rel("Bob", "plays", "tennis", "person", "sport")),
-             ("Bob owns a red bicycle", rel("Bob", "owns", "red bicycle", "person", "thing")),
-             ("Bob collects old stamps", rel("Bob", "collects", "old stamps", "person", "thing")),
-             ("Bob bakes sourdough bread", rel("Bob", "bakes", "bread", "person", "thing")),
-             ("Bob keeps two cats", rel("Bob", "keeps", "two cats", "person", "animal")),
-             ("Bob speaks Japanese", rel("Bob", "speaks", "Japanese", "person", "language"))]
-    script: list[Any] = [extraction([facts[0][0]], [facts[0][1]])]
-    for text, relation in facts[1:]:
-        script += [extraction([text], [relation]), added(text)]
-    m = make(ScriptedLLM(script))
-    for text, _ in facts:
-        m.add(text, user_id="u")
-    for i in range(8):  # closer to the question than any fact about Bob
-        m.add(f"Which city hosts the team {i} offsite?", user_id="u", infer=False)
-    question = "Which city does Alice's manager live in?"
-    plain = [i.memory for i in m.search(question, user_id="u", limit=4, graph=False).results]
-    assert not any(text.startswith("Bob") for text in plain)
-    found = m.search(question, user_id="u", limit=4).results
-    # the six other facts behind the same link enter and are lifted as much; the Paris
-    # fact, the nearest of the seven to the question, comes first (ordered by id, before,
-    # it came first one time in seven)
-    assert [i.memory for i in found[:2]] == ["Alice is managed by Bob", "Bob lives in Paris"]
-    assert found[1].score == found[2].score and found[2].memory.startswith("Bob")
