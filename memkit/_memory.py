@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from os import PathLike, fspath
 from typing import Any, Self
 
@@ -60,8 +61,8 @@ from memkit._pipeline.graph import (
     entity_graph_flow,
     get_entities_flow,
     get_entity_flow,
-    graph_search_flow,
 )
+from memkit._pipeline.graph_search import graph_search_flow
 from memkit._pipeline.inputs import (
     Scope,
     limit_or_top_k,
@@ -302,12 +303,15 @@ def _search(
         where = any_scope(scopes_of(scopes, user_id, agent_id, run_id))
     selection = all_of(where, parse_filter(rest), _valid(self, as_of, include_expired))
     limit = limit_or_top_k(limit, top_k, 100)
-    flow = search_flow(query, selection, limit, threshold, mode,
-                       self._search_settings, self._runtime.store.supports_keyword,
-                       self._lifecycle, self._now(), min_confidence)
+    search = partial(search_flow, query, selection, limit, threshold, mode,
+                     self._search_settings, self._runtime.store.supports_keyword,
+                     self._lifecycle, self._now(), min_confidence)
     if graph is not False and (graph is not None or self._graph is not None):
         _, graph_scope = _graph_scope(self, scope.user_id, scope.agent_id, scope.run_id)
-        flow = graph_search_flow(flow, query, graph_scope, selection, self._graph_depth, limit)
+        flow = graph_search_flow(lambda vector: search(vector=vector), query, graph_scope,
+                                 selection, self._graph_depth, limit)
+    else:
+        flow = search()
     life = self.config.lifecycle
     if not life.search_log:
         return flow

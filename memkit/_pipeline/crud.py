@@ -51,7 +51,7 @@ from memkit._pipeline.versions import (
     valid_at,
 )
 from memkit._time import to_datetime, to_iso, utcnow
-from memkit.stores.base import Hit, Record, WriteBatch, hash_filter
+from memkit.stores.base import Hit, Record, Vector, WriteBatch, hash_filter
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
 
@@ -68,8 +68,9 @@ def search_flow(
     query: str, filter: Filter | None, limit: int, threshold: float | None,
     mode: SearchMode | None, settings: SearchSettings, keyword_capable: bool,
     lifecycle: Lifecycle | None = None, now: str | None = None,
-    min_confidence: float | None = None,
+    min_confidence: float | None = None, vector: Vector | None = None,
 ) -> Flow[SearchResult]:
+    """``vector``: the query's embedding when the caller has it already."""
     query = query_of(query)
     life = lifecycle or Lifecycle()
     if min_confidence is not None:
@@ -86,8 +87,9 @@ def search_flow(
     vector_hits: list[Hit] = []
     keyword_hits: list[Hit] = []
     if mode != "keyword":
-        vectors = yield Embed((query,))
-        vector_hits = yield Search(vectors[0], pool, filter)
+        if vector is None:
+            [vector] = yield Embed((query,))
+        vector_hits = yield Search(vector, pool, filter)
     # Bounded first (a 100 KB query of one word becomes one term), then content words only:
     # a query of function words ("I") has no keyword evidence.
     terms = keyword_query(bounded_words(query)) if mode != "vector" else None

@@ -19,14 +19,12 @@ relations deleted, are history events (``RELATION_ADD``, ``RELATION_CLOSE``,
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from memkit._errors import MemkitError
-from memkit._filters import Filter, matches
 from memkit._models import (
     EntityGraph,
     GraphEntity,
@@ -35,14 +33,12 @@ from memkit._models import (
     HistoryRecord,
     MemoryEvent,
     OperationError,
-    SearchResult,
 )
 from memkit._pipeline.apply import Applied, apply_flow, transaction
 from memkit._pipeline.effects import (
     AppendHistory,
     Embed,
     Flow,
-    Get,
     GraphCall,
     Transaction,
     WriteFlow,
@@ -60,10 +56,9 @@ from memkit.graph.base import (
     check_depth,
     check_name,
     entity_id,
-    normalise,
     relation_type,
 )
-from memkit.stores.base import Record, WriteBatch
+from memkit.stores.base import WriteBatch
 
 MAX_RELATIONS = 100
 """Relations taken from one extraction answer; the rest are reported and skipped."""
@@ -360,85 +355,3 @@ def _delete_entity(scope: GraphScope, name: str, now: str) -> WriteFlow[bool]:
                              *(graph_event(r, "RELATION_DELETE", now) for r in touching)))
     return bool(deleted)
 
-
-# -- search ----------------------------------------------------------------------
-
-_WORD = re.compile(r"[\w'’-]+")
-_POSSESSIVE = re.compile(r"['’]s?$")
-_MAX_NAMES = 64
-_MAX_LINKED = 20
-GRAPH_BOOST = 0.5
-"""How far a graph link lifts a memory's score toward 1: ``s + b * g * (1 - s)``."""
-
-
-def named_in(query: str) -> list[str]:
-    """Candidate entity names in ``query``: its runs of one to three words, possessives
-    dropped ("Alice's manager" names Alice)."""
-    words = [_POSSESSIVE.sub("", word) or word for word in _WORD.findall(query)]
-    names: dict[str, None] = {}
-    for size in (3, 2, 1):
-        for start in range(len(words) - size + 1):
-            names.setdefault(" ".join(words[start:start + size]), None)
-    return [n for n in names if normalise(n) and len(n) <= 200][:_MAX_NAMES]
-
-
-def graph_lift(relations: Sequence[Relation], seeds: set[str], relevance: dict[str, float],
-               floor: float) -> dict[str, float]:
-    """How far each linked memory is lifted (``g``): 1 for the memories of a relation touching
-    a named entity; further out, half the strength of the entity the walk came through, which
-    is the search score of the best memory linking it to a named entity (``floor`` for one the
-    search did not return), so "Alice works at Acme" carries the lift on to Acme's city more
-    than a weaker link carries it on to the neighbours of Alice's city."""
-    touching: dict[str, list[Relation]] = {}
-    for r in relations:
-        touching.setdefault(r.source_id, []).append(r)
-        touching.setdefault(r.target_id, []).append(r)
-    strength = dict.fromkeys(seeds, 1.0)
-    lift: dict[str, float] = {}
-    frontier, first = sorted(seeds), True
-    while frontier:
-        reached: dict[str, float] = {}
-        for entity in frontier:
-            for r in touching.get(entity, ()):
-                g = 1.0 if first else 0.5 * strength[entity]
-                for memory_id in r.memory_ids:
-                    lift[memory_id] = max(lift.get(memory_id, 0.0), g)
-                other = r.target_id if r.source_id == entity else r.source_id
-                if other not in strength:
-                    carried = max((relevance.get(m, floor) for m in r.memory_ids),
-                                  default=floor) if first else strength[entity]
-                    reached[other] = max(reached.get(other, 0.0), carried)
-        strength.update(reached)
-        frontier, first = sorted(reached), False
-    return lift
-
-
-def graph_search_flow(search: Flow[SearchResult], query: str, scope: GraphScope,
-                      filter: Filter | None, depth: int, limit: int) -> Flow[SearchResult]:
-    """``search``, then the entities the query names expand ``depth`` hops; memories the
-    relations came from join the ranking (see :func:`graph_lift`) and the result carries
-    the relations."""
-    result = yield from search
-    names = named_in(query) if isinstance(query, str) else []
-    found: dict[str, str] = (yield GraphCall("resolve", (scope, names))) if names else {}
-    if not found:
-        return result
-    seed_names = sorted(set(found.values()))
-    sub: Subgraph = yield GraphCall("neighbourhood", (scope, seed_names, depth))
-    scores = {item.id: (item, item.score or 0.0) for item in result.results}
-    floor = min((s for _, s in scores.values()), default=0.0)
-    lift = graph_lift(sub.relations, {entity_id(scope, n) for n in seed_names},
-                      {id: s for id, (_, s) in scores.items()}, floor)
-    for memory_id in sorted(lift, key=lambda m: (-lift[m], m))[:_MAX_LINKED]:
-        if memory_id in scores:
-            continue
-        record: Record | None = yield Get(memory_id)
-        if record is not None and matches(filter, record.lookup):
-            scores[memory_id] = (record.to_item(), floor)
-    ranked = sorted(
-        ((item, score + GRAPH_BOOST * lift.get(item.id, 0.0) * (1.0 - score))
-         for item, score in scores.values()), key=lambda pair: (-pair[1], pair[0].id))
-    return SearchResult(
-        results=[item.model_copy(update={"score": round(score, 6)})
-                 for item, score in ranked[:limit]],
-        relations=[relation_model(r) for r in sub.relations])

@@ -472,3 +472,4 @@ def test_reembed_moves_the_entity_names_to_the_new_model(make: Any) -> None:
     m.reembed(HashEmbedder(32))
     result = m.add("I like Google Cloud", user_id="alice")  # resolved by the new name vectors
     assert triples(result.relations) == [("user", "LIKES", "Google")]
+
