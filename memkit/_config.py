@@ -64,9 +64,14 @@ class CustomPrompts(_Section):
 
 class SearchConfig(_Section):
     mode: Literal["hybrid", "vector", "keyword"] | None = None
-    vector_weight: float = Field(default=0.7, ge=0)  # chosen by cross-validation on LoCoMo
-    keyword_weight: float = Field(default=0.3, ge=0)
+    # The defaults were chosen by cross-validation on LoCoMo (docs/benchmarks.md).
+    vector_weight: float = Field(default=0.6, ge=0)
+    keyword_weight: float = Field(default=0.4, ge=0)
     candidates: int = Field(default=100, ge=1)
+    keyword_exponent: float = Field(default=2.0, gt=0)
+    """Above 1, weak keyword matches lift a memory less than the best ones (docs/pipeline.md)."""
+    temporal_weight: float = Field(default=0.2, ge=0, le=1)
+    """How much a query asking *when* raises memories that say when (docs/pipeline.md)."""
 
 
 class LifecycleConfig(_Section):

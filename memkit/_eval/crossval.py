@@ -14,10 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memkit._config import SearchConfig
+
 if TYPE_CHECKING:
     from memkit._memory import Memory
 
 METRIC_K = "10"
+_DEFAULT = SearchConfig()
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,22 +29,33 @@ class Setting:
 
     vector_weight: float
     keyword_weight: float
-    candidates: int
+    candidates: int = _DEFAULT.candidates
+    keyword_exponent: float = _DEFAULT.keyword_exponent
+    temporal_weight: float = _DEFAULT.temporal_weight
 
     @property
     def label(self) -> str:
-        return f"v{self.vector_weight:g}/k{self.keyword_weight:g}/c{self.candidates}"
+        return (f"v{self.vector_weight:g}/k{self.keyword_weight:g}/c{self.candidates}"
+                f"/e{self.keyword_exponent:g}/t{self.temporal_weight:g}")
 
     def config(self) -> dict[str, Any]:
         return {"vector_weight": self.vector_weight, "keyword_weight": self.keyword_weight,
-                "candidates": self.candidates}
+                "candidates": self.candidates, "keyword_exponent": self.keyword_exponent,
+                "temporal_weight": self.temporal_weight}
 
 
-GRID: tuple[Setting, ...] = tuple(
-    Setting(vector, round(1.0 - vector, 2), candidates)
-    for vector in (0.7, 0.6, 0.5, 0.4, 0.3)
-    for candidates in (100, 200)
-)
+def _grid() -> tuple[Setting, ...]:
+    """Each knob varied around the defaults, the others at theirs (a full product
+    would search every question a hundred times)."""
+    weights = (_DEFAULT.vector_weight, _DEFAULT.keyword_weight)
+    settings = [Setting(vector, round(1.0 - vector, 2), candidates)
+                for vector in (0.7, 0.6, 0.5, 0.4) for candidates in (100, 200)]
+    settings += [Setting(*weights, keyword_exponent=e) for e in (1.0, 3.0)]
+    settings += [Setting(*weights, temporal_weight=t) for t in (0.0, 0.1, 0.3)]
+    return tuple(dict.fromkeys(settings))
+
+
+GRID = _grid()
 
 Evaluate = Callable[["Memory"], dict[str, Any]]
 """Runs every question through a memory; returns ``evaluate()``'s report."""

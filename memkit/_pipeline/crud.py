@@ -41,6 +41,7 @@ from memkit._pipeline.inputs import (
 from memkit._pipeline.keywords import keyword_query
 from memkit._pipeline.lifecycle import Lifecycle, confidence_of, note_flow, rank
 from memkit._pipeline.task_fields import STATUS_PREFIX, checked_update, status_change
+from memkit._pipeline.temporal import favour_dated
 from memkit._pipeline.versions import (
     chain_flow,
     check_order,
@@ -59,9 +60,11 @@ SearchMode = Literal["hybrid", "vector", "keyword"]
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
     mode: SearchMode | None = None
-    vector_weight: float = 0.7
-    keyword_weight: float = 0.3
+    vector_weight: float = 0.6
+    keyword_weight: float = 0.4
     candidates: int = 100
+    temporal_weight: float = 0.2
+    keyword_exponent: float = 2.0
 
 
 def search_flow(
@@ -97,9 +100,12 @@ def search_flow(
         keyword_hits = yield KeywordSearch(terms, pool, filter)
     if mode == "hybrid":
         hits = fuse(vector_hits, keyword_hits, vector_weight=settings.vector_weight,
-                    keyword_weight=settings.keyword_weight, limit=pool)
+                    keyword_weight=settings.keyword_weight, limit=pool,
+                    keyword_exponent=settings.keyword_exponent)
     else:
         hits = vector_hits or keyword_hits
+    if mode != "keyword":  # keyword scores are the store's own, not in [0, 1]
+        hits = favour_dated(hits, query, settings.temporal_weight)
     ranked = rank(hits, life, when, min_confidence)
     ranked = [(h, c) for h, c in ranked if threshold is None or h.score >= threshold][:limit]
     yield from note_flow([h.record for h, _ in ranked], when, life)

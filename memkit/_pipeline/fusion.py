@@ -14,12 +14,14 @@ def fuse(
     vector_weight: float,
     keyword_weight: float,
     limit: int,
+    keyword_exponent: float = 1.0,
 ) -> list[Hit]:
     """Vector similarity, raised by keyword evidence: ``sv + b * sk * (1 - sv)``.
 
     ``sv`` is the vector score; ``sk`` the keyword score rescaled so the query's
-    best keyword hit scores 1; ``b = keyword_weight / (vector_weight +
-    keyword_weight)``. A record without keyword evidence keeps its vector score,
+    best keyword hit scores 1, then raised to ``keyword_exponent`` (above 1, a
+    weak keyword match lifts little and the best ones much); ``b =
+    keyword_weight / (vector_weight + keyword_weight)``. A record without keyword evidence keeps its vector score,
     so scores stay comparable with vector search and with ``threshold``; one
     the vector search did not return gets the lowest vector score it did return
     (it ranked below all of them).
@@ -29,7 +31,8 @@ def fuse(
     vector = {h.record.id: h.score for h in vector_hits}
     floor = min(vector.values(), default=0.0)
     best = max((h.score for h in keyword_hits), default=0.0)
-    keyword = {h.record.id: (h.score / best if best > 0 else 0.0) for h in keyword_hits}
+    keyword = {h.record.id: (h.score / best) ** keyword_exponent if best > 0 else 0.0
+               for h in keyword_hits}
     records = {h.record.id: h.record for h in (*keyword_hits, *vector_hits)}
     fused = []
     for id, record in records.items():

@@ -1,0 +1,69 @@
+"""Time-aware ranking: a question about *when* prefers memories that say when.
+
+"When did Caroline go to the support group?" is answered by "I went to a
+support group yesterday", not by the three other turns about the group: the
+memory's timestamp turns "yesterday" into a date. So when a query asks for a
+time (when, what year, how long ago, since when, on which day), a memory whose
+text carries a time expression (a date, a year, a month or weekday,
+"yesterday", "last week", "two years ago") is raised by ``weight``, the way
+keyword evidence raises a vector score: ``s + weight * (1 - s)``. Other
+queries, and memories without a time expression, keep their scores.
+
+    >>> asks_when("When did Caroline go to the support group?")
+    True
+    >>> asks_when("Where did Caroline go?")
+    False
+    >>> mentions_time("I went to a support group yesterday")
+    True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from memkit.stores.base import Hit
+
+_WHEN = re.compile(
+    r"\bwhen\b|\bhow long\b|\bsince when\b|\bwhat time\b|\bhow (?:many|much) time\b"
+    r"|\b(?:what|which)\s+(?:year|month|day|date|week|weekday|season|decade|century)\b"
+    r"|\bhow (?:many|few) (?:years|months|weeks|days|hours) ago\b"
+    r"|\b(?:19|20)\d\d-\d{1,2}-\d{1,2}\b",
+    re.IGNORECASE,
+)
+
+_UNIT = r"(?:year|month|week|weekend|day|night|morning|evening|afternoon|summer|winter|spring|fall|autumn|decade)"
+_DAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_DAY_ABBREVIATIONS = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)"
+_MONTHS = (r"(?:january|february|march|april|may|june|july|august|september|october"
+           r"|november|december)")
+_TIME = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago)\b"
+    rf"|\b(?:last|next|this|past|coming|previous|few|couple of|every)\s+{_UNIT}s?\b"
+    rf"|\b{_DAYS}s?\b|\b(?:last|next|this|on)\s+{_DAY_ABBREVIATIONS}\b"
+    rf"|\b(?:in|on|since|until|by|early|late|mid|of)\s+{_MONTHS}\b"
+    rf"|\b{_MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTHS}\b"
+    r"|\b(?:19|20)\d\d\b"
+    rf"|\b(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|several|many)\s+{_UNIT}s?\b",
+    re.IGNORECASE,
+)
+
+
+def asks_when(query: str) -> bool:
+    """Whether the query asks for a time or a date."""
+    return _WHEN.search(query) is not None
+
+
+def mentions_time(text: str) -> bool:
+    """Whether the text carries a time expression (a date, "yesterday", "last week", ...)."""
+    return _TIME.search(text) is not None
+
+
+def favour_dated(hits: Sequence[Hit], query: str, weight: float) -> list[Hit]:
+    """For a query that asks when, raise the hits whose text says when; best first."""
+    if weight <= 0 or not asks_when(query):
+        return list(hits)
+    raised = [Hit(h.record, min(1.0, h.score + weight * (1.0 - h.score)))
+              if mentions_time(h.record.memory) else h for h in hits]
+    raised.sort(key=lambda h: (-h.score, h.record.id))
+    return raised
