@@ -221,6 +221,13 @@ def limit_of(limit: object) -> int:
     return limit
 
 
+def bounded_int(name: str, value: object, high: int) -> int:
+    """``value`` if it is an integer from 1 to ``high``; else a MemkitError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= high:
+        raise MemkitError(f"{name} must be an integer from 1 to {high}, got {value!r}"[:300])
+    return value
+
+
 def timestamp_of(value: object) -> str:
     """A caller's timestamp (datetime, ISO 8601 string or epoch seconds) as the stored ISO form."""
     try:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from memkit._errors import ConflictError, MemkitError
+from memkit._errors import ConflictError
 from memkit._filters import Condition, Filter, all_of
 from memkit._models import AddResult
 from memkit._notes.daily_log import log_lines, log_path
@@ -28,7 +28,7 @@ from memkit._notes.models import IndexResult, SkippedFile
 from memkit._pipeline.apply import apply_flow, scan
 from memkit._pipeline.crud import _history_row
 from memkit._pipeline.effects import AppendLog, Embed, Flow, ReadNotes, Transaction, WriteFlow
-from memkit._pipeline.inputs import Scope, text_hash
+from memkit._pipeline.inputs import Scope, bounded_int, text_hash
 from memkit._pipeline.versions import end, valid_at
 from memkit._time import to_datetime
 from memkit.stores.base import Record, Vector, WriteBatch
@@ -39,10 +39,7 @@ _ATTEMPTS = 3
 
 
 def max_file_bytes_of(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_FILE_BYTES_LIMIT:
-        raise MemkitError(f"max_file_bytes must be an integer from 1 to {MAX_FILE_BYTES_LIMIT}, "
-                          f"got {value!r}"[:300])
-    return value
+    return bounded_int("max_file_bytes", value, MAX_FILE_BYTES_LIMIT)
 
 
 def _eq(name: str, value: str) -> Condition:

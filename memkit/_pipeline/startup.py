@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from memkit._errors import MemkitError
 from memkit._filters import Condition, Filter, Operator, Scalar, all_of
 from memkit._notes.models import Section, StartupContext, StartupItem
 from memkit._pipeline.apply import scan
 from memkit._pipeline.effects import Flow, ListRecords
+from memkit._pipeline.inputs import bounded_int
 from memkit._pipeline.lifecycle import Lifecycle
 from memkit._pipeline.task_fields import OPEN_STATUSES
 from memkit._pipeline.versions import valid_at
@@ -33,10 +33,7 @@ def count_tokens(text: str) -> int:
 
 
 def budget_of(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_BUDGET_TOKENS:
-        raise MemkitError(f"budget_tokens must be an integer from 1 to {MAX_BUDGET_TOKENS}, "
-                          f"got {value!r}"[:300])
-    return value
+    return bounded_int("budget_tokens", value, MAX_BUDGET_TOKENS)
 
 
 def _line(section: Section, record: Record) -> str:
