@@ -2,6 +2,7 @@
 
     python bench/concurrency.py                 # memkit as it is
     python bench/concurrency.py --per-call-embedding   # each add embeds in its own thread
+    python bench/concurrency.py --data ../shared/data/locomo/locomo10-dev.json
 
 The LLM is bench/stub_llm.py in its own process (300 ms a call); the embedder
 is memkit's local model in-process; the store is the default SQLite file. Each
@@ -13,9 +14,11 @@ scopes at once. Reads ../shared/data/locomo/locomo10-dev.json for the turns
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,8 @@ sys.path.insert(0, str(REPO / "bench"))
 import vs_mem0  # noqa: E402
 from _common import machine, table, write_results  # noqa: E402
 from stub_llm import StubProcess  # noqa: E402
+
+from memkit.embeddings.base import Matrix  # noqa: E402
 
 
 def main() -> None:
@@ -40,10 +45,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/concurrency.json")
     args = parser.parse_args()
     if args.per_call_embedding:
-        from memkit.embeddings.base import Embedder
         from memkit.embeddings.local import LocalEmbedder
 
-        LocalEmbedder.aembed = Embedder.aembed  # type: ignore[method-assign]
+        async def per_call(self: LocalEmbedder, texts: Sequence[str]) -> Matrix:
+            return await asyncio.to_thread(self.embed, texts)
+
+        LocalEmbedder.aembed = per_call  # type: ignore[method-assign]
     turns = vs_mem0.load_turns(args.data)
     rounds: list[dict[str, Any]] = []
     with StubProcess() as stub:
