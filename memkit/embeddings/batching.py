@@ -8,8 +8,8 @@ loop never runs the model and never more than one batch per loop runs at once.
 :meth:`Embedder.aembed <memkit.embeddings.base.Embedder.aembed>` goes through
 one batcher per embedder.
 
-A batch that fails is retried call by call, so one caller's bad text fails
-that caller alone.
+A batch that fails is retried call by call (each call in its own worker
+thread), so one caller's bad text fails that caller alone.
 """
 
 from __future__ import annotations
@@ -82,13 +82,15 @@ class MicroBatcher:
             queue.running = False
 
     async def _one_by_one(self, batch: list[Waiting]) -> None:
-        for request, future in batch:
-            try:
-                rows = await asyncio.to_thread(self._embed, request)
-            except Exception as exc:
-                _settle(future, exc)
-            else:
-                _settle(future, rows)
+        """Each call of a failed batch on its own, at once (as if never batched), so a
+        model that fails for every text costs one call's time, not one per caller."""
+        outcomes = await asyncio.gather(
+            *(asyncio.to_thread(self._embed, request) for request, _ in batch),
+            return_exceptions=True)
+        for (_, future), outcome in zip(batch, outcomes, strict=True):
+            if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
+                raise outcome
+            _settle(future, outcome)
 
     def _take(self, queue: _Queue) -> list[Waiting]:
         taken, count = 0, 0

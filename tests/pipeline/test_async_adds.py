@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memkit import AsyncMemory
+from memkit import AsyncMemory, EmbeddingError
 from memkit.embeddings.base import Matrix
 from memkit.history.sqlite import SQLiteHistory
 from memkit.llms.base import LLMRequest
@@ -147,6 +147,31 @@ def test_concurrent_adds_share_embedding_calls_off_the_loop() -> None:
     assert sorted(t for call in embedder.calls for t in call) == sorted(
         f"fact {i}.{n}" for i in range(ADDS) for n in (1, 2))
     assert loop_thread not in embedder.threads
+
+
+class FailsOnOneFact(RecordingEmbedder):
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        if "fact 3.1" in texts:
+            self.calls.append(list(texts))
+            raise EmbeddingError("the provider refuses this text")
+        return super().embed(texts)
+
+
+def test_an_add_whose_embedding_fails_fails_alone() -> None:
+    embedder = FailsOnOneFact()
+
+    async def main() -> list[Any]:
+        async with AsyncMemory(llm=FunctionLLM(_facts_of_the_message), embedder=embedder,
+                               vector_store=InMemoryStore()) as m:
+            return list(await asyncio.gather(
+                *(m.add(_message(i), user_id=f"u{i}") for i in range(8)), return_exceptions=True))
+
+    results = asyncio.run(main())
+    assert any(len(call) > 2 and "fact 3.1" in call for call in embedder.calls)  # shared first
+    assert isinstance(results[3], EmbeddingError)
+    for i, result in enumerate(results):
+        if i != 3:
+            assert sorted(e.memory for e in result.results) == [f"fact {i}.1", f"fact {i}.2"]
 
 
 def test_the_event_loop_runs_while_an_add_embeds() -> None:
