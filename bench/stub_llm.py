@@ -425,6 +425,9 @@ class StubLLM:
 def _handler(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # headers and body go out in two writes; with Nagle's algorithm the body waits for
+        # the client's delayed ACK, about 40 ms a response on Linux
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -112,12 +112,14 @@ def memkit_store() -> str:
     return "sqlite"
 
 
-EMBEDDER = "local"  # or "stub": memkit fetches the same vectors over HTTP, as mem0 does
+#: "local"; "stub": memkit fetches the same vectors over HTTP, as mem0 does; "hash": no model
+#: (bench/concurrency.py, to see the pipeline without the embedding's CPU)
+EMBEDDER = "local"
 
 
 def memkit_config(stub: StubProcess, workdir: str, store: str) -> dict[str, Any]:
     store_config = {"path": os.path.join(workdir, "memkit.db")} if store == "sqlite" else {}
-    embedder: dict[str, Any] = {"provider": "local"}
+    embedder: dict[str, Any] = {"provider": EMBEDDER}
     if EMBEDDER == "stub":
         embedder = {"provider": "litellm", "config": {
             "model": "openai/all-MiniLM-L6-v2", "api_base": stub.base_url, "api_key": "x",
@@ -154,12 +156,14 @@ def memkit_concurrent(stub: StubProcess, job: dict[str, Any], store: str) -> dic
     async def main() -> dict[str, Any]:
         async with AsyncMemory.from_config(memkit_config(stub, tempfile.mkdtemp(), store)) as m:
             await m.add(job["warmup"]["messages"], user_id=job["warmup"]["user_id"])
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             await m.add(job["single"]["messages"], user_id=job["single"]["user_id"])
-            single = time.perf_counter() - start
-            start = time.perf_counter()
+            single, single_cpu = time.perf_counter() - start, time.process_time() - cpu
+            start, cpu = time.perf_counter(), time.process_time()
             await asyncio.gather(*(m.add(a["messages"], user_id=a["user_id"]) for a in job["adds"]))
+            # CPU of this process (the stub's is not in it): the embedding's share shows here
             return {"single_s": single, "concurrent_s": time.perf_counter() - start,
+                    "single_cpu_s": single_cpu, "concurrent_cpu_s": time.process_time() - cpu,
                     "n": len(job["adds"])}
 
     return asyncio.run(main())
@@ -279,6 +283,8 @@ def main() -> None:
     parser.add_argument("--per-user", type=int, default=1000)
     parser.add_argument("--queries", type=int, default=20)
     parser.add_argument("--skip-search", action="store_true")
+    parser.add_argument("--skip-adds", action="store_true",
+                        help="only the search phase (the adds and concurrency phases are skipped)")
     parser.add_argument("--memkit-embedder", choices=["local", "stub"], default="local",
                         help="local: memkit's default in-process MiniLM; stub: the same "
                         "vectors over HTTP through litellm, as mem0 gets them")
@@ -302,22 +308,8 @@ def main() -> None:
                                          for k, v in vars(args).items()}}
     with StubProcess() as stub:
         report["tokenizer"] = stub.reset()["tokenizer"]
-        adds = windows(turns, args.adds, args.turns_per_add, "conv")
-        report["adds_latency_0"] = measure_adds(stub, adds, 0.0, pythons, store)
-        _print_adds(report["adds_latency_0"], 0.0)
-        slow = windows(turns, args.slow_adds, args.turns_per_add, "conv")
-        report["adds_latency_slow"] = measure_adds(stub, slow, args.latency_ms, pythons, store)
-        _print_adds(report["adds_latency_slow"], args.latency_ms)
-
-        pool = windows(turns[200:], args.concurrency + 2, args.turns_per_add, "x")
-        for i, add in enumerate(pool):
-            add["user_id"] = f"c{i}"
-        job = {"warmup": pool[0], "single": pool[1], "adds": pool[2:]}
-        report["concurrent"] = measure_concurrent(stub, job, pythons, store, args.latency_ms)
-        print(f"\n{args.concurrency} concurrent async adds, stub latency {args.latency_ms:.0f} ms")
-        print(table(["system", "one add s", f"{args.concurrency} adds s", "ratio"], [
-            [k, r["single_s"], r["concurrent_s"], r["ratio"]]
-            for k, r in report["concurrent"].items()]))
+        if not args.skip_adds:
+            _adds_phases(stub, turns, args, pythons, store, report)
 
         if not args.skip_search:
             stub.latency_ms = 0.0
@@ -331,6 +323,26 @@ def main() -> None:
     report["seconds"] = time.perf_counter() - started
     print(f"\ntotal {report['seconds']:.0f} s")
     write_results(args.out, report)
+
+
+def _adds_phases(stub: StubProcess, turns: list[dict[str, Any]], args: argparse.Namespace,
+                 pythons: dict[str, Path], store: str, report: dict[str, Any]) -> None:
+    adds = windows(turns, args.adds, args.turns_per_add, "conv")
+    report["adds_latency_0"] = measure_adds(stub, adds, 0.0, pythons, store)
+    _print_adds(report["adds_latency_0"], 0.0)
+    slow = windows(turns, args.slow_adds, args.turns_per_add, "conv")
+    report["adds_latency_slow"] = measure_adds(stub, slow, args.latency_ms, pythons, store)
+    _print_adds(report["adds_latency_slow"], args.latency_ms)
+
+    pool = windows(turns[200:], args.concurrency + 2, args.turns_per_add, "x")
+    for i, add in enumerate(pool):
+        add["user_id"] = f"c{i}"
+    job = {"warmup": pool[0], "single": pool[1], "adds": pool[2:]}
+    report["concurrent"] = measure_concurrent(stub, job, pythons, store, args.latency_ms)
+    print(f"\n{args.concurrency} concurrent async adds, stub latency {args.latency_ms:.0f} ms")
+    print(table(["system", "one add s", f"{args.concurrency} adds s", "ratio"], [
+        [k, r["single_s"], r["concurrent_s"], r["ratio"]]
+        for k, r in report["concurrent"].items()]))
 
 
 def _print_adds(results: dict[str, Any], latency: float) -> None:

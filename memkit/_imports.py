@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
+import sys
 from types import ModuleType
 from typing import Any
 
@@ -31,3 +33,11 @@ def import_litellm() -> Any:
     litellm.telemetry = False
     litellm.suppress_debug_info = True
     return litellm
+
+
+async def aimport_litellm() -> Any:
+    """:func:`import_litellm` for the async path: the first import takes a second or more,
+    so it runs in a worker thread instead of stalling the event loop."""
+    if "litellm" in sys.modules:
+        return import_litellm()
+    return await asyncio.to_thread(import_litellm)

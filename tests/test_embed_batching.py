@@ -43,17 +43,19 @@ def test_concurrent_calls_share_model_calls_and_get_their_own_rows() -> None:
     assert threading.get_ident() not in model.threads  # never on the event loop's thread
 
 
-def test_a_failing_batch_fails_its_callers_and_the_next_batch_runs() -> None:
+def test_a_failing_batch_fails_only_the_caller_whose_text_fails() -> None:
     model = Recording()
     batcher = MicroBatcher(model)
 
     async def main() -> tuple[list[object], Matrix]:
-        failed = await asyncio.gather(batcher.embed(["boom"]), batcher.embed(["fine"]),
-                                      return_exceptions=True)
-        return failed, await batcher.embed(["after"])
+        results = await asyncio.gather(batcher.embed(["boom"]), batcher.embed(["fine"]),
+                                       return_exceptions=True)
+        return results, await batcher.embed(["after"])
 
-    failed, after = asyncio.run(main())
-    assert all(isinstance(e, RuntimeError) for e in failed)
+    (failed, fine), after = asyncio.run(main())
+    assert ["boom", "fine"] in model.calls  # they went together first
+    assert isinstance(failed, RuntimeError)
+    np.testing.assert_array_equal(fine, HashEmbedder().embed(["fine"]))
     assert after.shape == (1, HashEmbedder().dimension)
 
 

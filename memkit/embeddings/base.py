@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memkit._errors import EmbeddingError
+from memkit.embeddings.batching import MicroBatcher
 
 Matrix = npt.NDArray[np.float32]
 
@@ -19,14 +20,25 @@ class Embedder(ABC):
 
     dimension: int
     model_name: str
+    _batcher: MicroBatcher | None = None
 
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> Matrix:
         """A ``(len(texts), dimension)`` float32 matrix, rows L2-normalised."""
 
     async def aembed(self, texts: Sequence[str]) -> Matrix:
-        """Async embedding; the default runs :meth:`embed` in a worker thread."""
-        return await asyncio.to_thread(self.embed, texts)
+        """Async embedding; the default runs :meth:`embed` in a worker thread, on the texts
+        of this call and of the calls made on the same event loop while the previous
+        batch ran (memkit.embeddings.batching)."""
+        if isinstance(texts, str):
+            raise TypeError("aembed() takes a sequence of strings, not a single string")
+        if not texts:
+            return await asyncio.to_thread(self.embed, texts)
+        batcher = self._batcher
+        if batcher is None:
+            batcher = MicroBatcher(self.embed)
+            object.__setattr__(self, "_batcher", batcher)  # a frozen dataclass can embed too
+        return await batcher.embed(texts)
 
     def close(self) -> None:  # noqa: B027 - optional
         """Release resources."""

@@ -5,6 +5,11 @@ by one in worker threads they oversubscribe the cores and pay the model's
 per-call cost 32 times; here the calls that arrive while a batch is running
 wait for it to finish and then go together, in one worker thread, so the event
 loop never runs the model and never more than one batch per loop runs at once.
+:meth:`Embedder.aembed <memkit.embeddings.base.Embedder.aembed>` goes through
+one batcher per embedder.
+
+A batch that fails is retried call by call (each call in its own worker
+thread), so one caller's bad text fails that caller alone.
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
-from memkit.embeddings.base import Matrix
+Rows = npt.NDArray[np.float32]
+Waiting = tuple[tuple[str, ...], "asyncio.Future[Rows]"]
 
 
 @dataclass(slots=True)
 class _Queue:
-    waiting: list[tuple[tuple[str, ...], asyncio.Future[Matrix]]] = field(default_factory=list)
+    waiting: list[Waiting] = field(default_factory=list)
     running: bool = False
     task: asyncio.Task[None] | None = None  # held so the running batch is not collected
 
@@ -30,22 +37,23 @@ class MicroBatcher:
     """Coalesces the concurrent ``await batcher.embed(texts)`` calls of each event loop.
 
     ``embed`` is the blocking model call; it runs in a worker thread on the
-    texts of every waiting call, at most ``max_texts`` at a time.
+    texts of every waiting call, at most ``max_texts`` at a time (a call with
+    more goes alone).
     """
 
-    def __init__(self, embed: Callable[[Sequence[str]], Matrix], max_texts: int = 256) -> None:
+    def __init__(self, embed: Callable[[Sequence[str]], Rows], max_texts: int = 256) -> None:
         self._embed = embed
         self._max_texts = max_texts
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = (
             weakref.WeakKeyDictionary()
         )
 
-    async def embed(self, texts: Sequence[str]) -> Matrix:
+    async def embed(self, texts: Sequence[str]) -> Rows:
         loop = asyncio.get_running_loop()
         queue = self._queues.get(loop)
         if queue is None:
             queue = self._queues[loop] = _Queue()
-        future: asyncio.Future[Matrix] = loop.create_future()
+        future: asyncio.Future[Rows] = loop.create_future()
         queue.waiting.append((tuple(texts), future))
         if not queue.running:
             queue.running = True
@@ -61,19 +69,30 @@ class MicroBatcher:
                 try:
                     rows = await asyncio.to_thread(self._embed, texts)
                 except Exception as exc:
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(exc)
+                    if len(batch) == 1:
+                        _settle(batch[0][1], exc)
+                    else:
+                        await self._one_by_one(batch)
                     continue
                 start = 0
                 for request, future in batch:
-                    if not future.done():
-                        future.set_result(np.ascontiguousarray(rows[start : start + len(request)]))
+                    _settle(future, np.ascontiguousarray(rows[start : start + len(request)]))
                     start += len(request)
         finally:
             queue.running = False
 
-    def _take(self, queue: _Queue) -> list[tuple[tuple[str, ...], asyncio.Future[Matrix]]]:
+    async def _one_by_one(self, batch: list[Waiting]) -> None:
+        """Each call of a failed batch on its own, at once (as if never batched), so a
+        model that fails for every text costs one call's time, not one per caller."""
+        outcomes = await asyncio.gather(
+            *(asyncio.to_thread(self._embed, request) for request, _ in batch),
+            return_exceptions=True)
+        for (_, future), outcome in zip(batch, outcomes, strict=True):
+            if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
+                raise outcome
+            _settle(future, outcome)
+
+    def _take(self, queue: _Queue) -> list[Waiting]:
         taken, count = 0, 0
         for request, _ in queue.waiting:
             if taken and count + len(request) > self._max_texts:
@@ -82,3 +101,12 @@ class MicroBatcher:
             count += len(request)
         batch, queue.waiting = queue.waiting[:taken], queue.waiting[taken:]
         return batch
+
+
+def _settle(future: asyncio.Future[Rows], outcome: Rows | Exception) -> None:
+    if future.done():  # its caller was cancelled
+        return
+    if isinstance(outcome, Exception):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)

@@ -7,7 +7,7 @@ from typing import Any
 
 from memkit import _guard
 from memkit._errors import EmbeddingError
-from memkit._imports import import_litellm
+from memkit._imports import aimport_litellm, import_litellm
 from memkit._retry import async_retrying, failure, retrying
 from memkit.embeddings.base import Embedder, Matrix, normalise
 
@@ -82,7 +82,7 @@ class LiteLLMEmbedder(Embedder):
         return normalise(rows, len(texts), self._dimension)
 
     async def aembed(self, texts: Sequence[str]) -> Matrix:
-        litellm = import_litellm()
+        litellm = await aimport_litellm()
         rows: list[list[float]] = []
         try:
             for batch in self._batches(texts):

@@ -6,7 +6,7 @@ from typing import Any
 
 from memkit import _guard
 from memkit._errors import LLMError
-from memkit._imports import import_litellm
+from memkit._imports import aimport_litellm, import_litellm
 from memkit._models import Usage
 from memkit._retry import async_retrying, failure, retrying
 from memkit.llms.base import LLM, LLMRequest, LLMResponse
@@ -90,7 +90,7 @@ class LiteLLM(LLM):
         return self._to_response(litellm, response)
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
-        litellm = import_litellm()
+        litellm = await aimport_litellm()
         kwargs = self._kwargs(litellm, request)
         try:
             async for attempt in async_retrying(self.retries, self.retry_wait):
@@ -100,8 +100,13 @@ class LiteLLM(LLM):
             raise LLMError(failure(f"LLM call to {self.model!r}", exc, KEY_FIX)) from exc
         return self._to_response(litellm, response)
 
-
     def _cost(self, litellm: Any, response: Any) -> float | None:
+        """The price litellm put on the response when it made it (None: unknown model);
+        pricing it again would walk litellm's price map on every call."""
+        hidden = getattr(response, "_hidden_params", None)
+        if isinstance(hidden, dict) and "response_cost" in hidden:
+            cost = hidden["response_cost"]
+            return None if cost is None else float(cost)
         if self._priced is False:  # litellm did not know this model's price last time
             return None
         try:
