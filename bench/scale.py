@@ -213,10 +213,43 @@ def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
         memory.search(questions[0], user_id="u0", limit=10)
         search = _timed([lambda q=q: memory.search(q, user_id="u0", limit=10)
                          for q in questions], args.query_budget)
+        at_size = _search_at_size(memory, embedder, os.path.join(workdir, "memkit.db"), count, args)
     return {
         "texts": count, "sessions": len(sessions), "embedder_load_s": load_s,
         "embedder_per_s": count / raw_s, "add_infer_false_per_s": count / add_s,
         "add_vs_raw": raw_s / add_s, "memory_search_hybrid_with_embedding": search,
+        "search_at_size": at_size,
+    }
+
+
+def _search_at_size(memory: Any, embedder: Any, path: str, filled: int,
+                    args: argparse.Namespace) -> dict[str, Any]:
+    """``Memory.search`` (hybrid, with the query's embedding) once the store holds
+    ``--search-size`` memories, nearly all of them the searched user's: LoCoMo turns over
+    again with random vectors, written through a second connection to the file. The embedder alone is timed in the
+    same run."""
+    from memkit.stores.base import Record
+    from memkit.stores.sqlite import SQLiteStore
+
+    store = SQLiteStore(path)
+    store.open(embedder.dimension, embedder.model_name)
+    turns = [t for t in args.turn_texts if t.strip()]
+    rng = np.random.default_rng(13)
+    now = "2024-01-01T00:00:00+00:00"
+    for start in range(filled, args.search_size, 1000):
+        end = min(start + 1000, args.search_size)
+        vectors = unit(rng, end - start)
+        store.insert([Record(id=str(uuid.uuid4()), memory=turns[i % len(turns)], hash=f"{i:032x}",
+                             created_at=now, updated_at=now, user_id="u0",
+                             vector=vectors[i - start]) for i in range(start, end)])
+    store.close()
+    questions = args.questions[: args.queries]
+    memory.search(questions[0], user_id="u0", limit=10)
+    return {
+        "memories": max(filled, args.search_size),
+        "embed_query": _timed([lambda q=q: embedder.embed([q]) for q in questions], args.query_budget),
+        "memory_search": _timed([lambda q=q: memory.search(q, user_id="u0", limit=10)
+                                 for q in questions], args.query_budget),
     }
 
 
@@ -291,6 +324,8 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=150.0,
                         help="seconds a store may take to fill the next size")
     parser.add_argument("--pipeline-sessions", type=int, default=60)
+    parser.add_argument("--search-size", type=int, default=10_000,
+                        help="memories in the store when Memory.search is timed at size")
     parser.add_argument("--no-pipeline", action="store_true",
                         help="measure the stores only, not the real pipeline")
     parser.add_argument("--pg-dsn", default=os.environ.get("MEMKIT_TEST_PG_DSN"))
@@ -300,9 +335,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/scale.json")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from memkit._eval.locomo import load_samples
+    from memkit._eval.locomo import entries, load_samples
 
-    args.questions = [qa["question"] for s in load_samples(args.data) for qa in s["qa"]]
+    samples = load_samples(args.data)
+    args.questions = [qa["question"] for s in samples for qa in s["qa"]]
+    args.turn_texts = [e.text for s in samples for e in entries(s, "turns")]
     if args.one:
         child(args)
         return
@@ -343,10 +380,15 @@ def main() -> None:
                     [[pipeline["embedder_load_s"], pipeline["embedder_per_s"],
                       pipeline["add_infer_false_per_s"], pipeline["add_vs_raw"],
                       1000 * pipeline["memory_search_hybrid_with_embedding"]["p50"]]]))
+        at = pipeline["search_at_size"]
+        print(f"\nMemory.search at {at['memories']:,} memories (hybrid, with the query's embedding), ms")
+        print(table(["embed query p50", "Memory.search p50", "p95"],
+                    [[1000 * at["embed_query"]["p50"], 1000 * at["memory_search"]["p50"],
+                      1000 * at["memory_search"]["p95"]]]))
     png = plot(results, args.out.with_suffix(".png")) if results else None
     elapsed = time.perf_counter() - started
     print(f"\ntotal {elapsed:.0f} s")
-    hidden = ("questions", "one", "pg_dsn", "chroma_url")
+    hidden = ("questions", "turn_texts", "one", "pg_dsn", "chroma_url")
     config = {k: v for k, v in vars(args).items() if k not in hidden}
     write_results(args.out, {
         "machine": machine(), "seconds": elapsed, "stores": results, "pipeline": pipeline,

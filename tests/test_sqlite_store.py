@@ -13,8 +13,9 @@ from memkit._models import HistoryRecord
 from memkit._pipeline.runtime import apply_batch
 from memkit.history.sqlite import SQLiteHistory
 from memkit.stores.base import WriteBatch
+from memkit.stores.memory import InMemoryStore
 from memkit.stores.sqlite import SQLiteStore, fts_query, translate
-from tests.stores.test_contract import DIM, MODEL, NOW, rec, vec
+from tests.stores.test_contract import DIM, MODEL, NOW, f, ids, rec, vec
 
 
 def _store(path: Path, collection: str = "memkit") -> SQLiteStore:
@@ -186,6 +187,29 @@ def test_scope_search_uses_the_scope_index(tmp_path: Path) -> None:
         f'EXPLAIN QUERY PLAN SELECT seq FROM "memkit_records" WHERE {where}', params
     ).fetchall()
     assert any("memkit_records_user_id" in str(row) for row in plan)
+    store.close()
+
+
+@pytest.mark.parametrize("kept", [{"user_id": "z"}, {"user_id": {"ne": "z"}}, None])
+def test_narrow_and_broad_filters_rank_as_the_reference_after_deletes_and_updates(
+    tmp_path: Path, kept: dict[str, object] | None
+) -> None:
+    """Scores come from the matching rows alone or from the whole matrix (past a third of
+    it); either way the ranking is the reference store's, without deleted rows."""
+    store, reference = _store(tmp_path / "m.db"), InMemoryStore()
+    reference.open(DIM, MODEL)
+    records = [rec(f"r{i}", user_id="z" if i % 10 == 0 else "a") for i in range(60)]
+    for target in (store, reference):
+        target.insert(records)
+        target.delete([f"r{i}" for i in range(0, 60, 7)])
+        target.update([rec("r5", user_id="a", vector=vec("moved"))])
+    condition = None if kept is None else f(kept)
+    for query in (vec("q1"), vec("q2"), vec("moved")):
+        expected = reference.search(query, limit=15, filter=condition)
+        got = store.search(query, limit=15, filter=condition)
+        assert ids(got) == ids(expected)
+        assert [h.score for h in got] == pytest.approx([h.score for h in expected], abs=1e-6)
+        assert not {f"r{i}" for i in range(0, 60, 7)} & set(ids(got))
     store.close()
 
 

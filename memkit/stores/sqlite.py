@@ -351,6 +351,11 @@ class _VectorIndex:
             if self.dead:
                 sims[~self.alive[: self.size]] = -np.inf
             available, seqs = self.size - self.dead, self.seqs[: self.size]
+        elif 3 * len(positions) > self.size:
+            # Gathering the rows reads and writes them before the product reads them again:
+            # past a third of the matrix, the product over all of it moves less memory.
+            sims = (self.vectors[: self.size] @ query)[positions]
+            available, seqs = len(positions), self.seqs[positions]
         else:
             sims = self.vectors[positions] @ query
             available, seqs = len(positions), self.seqs[positions]
