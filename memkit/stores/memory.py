@@ -1,12 +1,18 @@
-"""In-process store: the reference implementation (filters by the reference evaluator)."""
+"""In-process store: the reference implementation (filters by the reference evaluator).
+
+Beside the records it keeps two sorted indexes, of ids and of (creation time,
+id), so a ``list`` page starts at its cursor by bisection and reads only the
+records it walks past (every record it reads is a match when there is no filter).
+"""
 
 from __future__ import annotations
 
 import math
 import re
 import threading
+from bisect import bisect_left, bisect_right, insort
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -22,10 +28,13 @@ from memkit.stores.base import (
     VectorStore,
     Writer,
     cosine_to_score,
-    page_after,
+    cursor_key,
+    cursor_of,
 )
 
 _WORD = re.compile(r"\w+")
+#: a write of more records than this re-sorts the indexes instead of inserting one by one
+_RESORT = 64
 
 
 def _terms(text: str) -> list[str]:
@@ -42,6 +51,9 @@ class InMemoryStore(VectorStore):
         super().__init__()
         self.collection_name = collection_name
         self._records: dict[str, Record] = {}
+        #: the ids, sorted; and (created_at, id), sorted
+        self._ids: list[str] = []
+        self._times: list[tuple[str, str]] = []
         self._dimension: int | None = None
         self._model: str | None = None
         self._lock = threading.RLock()
@@ -65,6 +77,7 @@ class InMemoryStore(VectorStore):
         with self._lock:
             self._records, self._dimension, self._model = (
                 shadow._records, shadow._dimension, shadow._model)
+            self._ids, self._times = shadow._ids, shadow._times
 
     def discard(self, shadow: VectorStore) -> None:
         shadow.reset()
@@ -78,11 +91,34 @@ class InMemoryStore(VectorStore):
                 yield self
             except BaseException:
                 self._records = snapshot
+                self._resort()
                 raise
 
     def reset(self) -> None:
         with self._lock:
             self._records.clear()
+            self._ids, self._times = [], []
+
+    def _resort(self) -> None:
+        self._ids = sorted(self._records)
+        self._times = sorted((r.created_at, r.id) for r in self._records.values())
+
+    def _put(self, records: Iterable[Record]) -> None:
+        """Store ``records`` (replacing those with their ids) and keep the indexes sorted."""
+        batch = list(records)
+        if len(batch) > _RESORT:
+            self._records.update((r.id, r) for r in batch)
+            self._resort()
+            return
+        for record in batch:
+            old = self._records.get(record.id)
+            if old is None:
+                insort(self._ids, record.id)
+            elif old.created_at != record.created_at:
+                del self._times[bisect_left(self._times, (old.created_at, old.id))]
+            if old is None or old.created_at != record.created_at:
+                insort(self._times, (record.created_at, record.id))
+            self._records[record.id] = record
 
     def _check(self, vector: Vector | None) -> None:
         if vector is not None and self._dimension is not None and vector.shape != (self._dimension,):
@@ -96,8 +132,7 @@ class InMemoryStore(VectorStore):
                 if record.vector is None:
                     raise VectorStoreError(f"record {record.id} has no vector")
                 self._check(record.vector)
-            for record in records:
-                self._records[record.id] = replace(record, metadata=dict(record.metadata))
+            self._put(replace(r, metadata=dict(r.metadata)) for r in records)
 
     def update(self, records: Sequence[Record]) -> None:
         with self._lock:
@@ -105,14 +140,20 @@ class InMemoryStore(VectorStore):
                 if record.id not in self._records:
                     raise VectorStoreError(f"no record {record.id} to update")
                 self._check(record.vector)
-            for record in records:
-                vector = record.vector if record.vector is not None else self._records[record.id].vector
-                self._records[record.id] = replace(record, metadata=dict(record.metadata), vector=vector)
+            old = self._records
+            self._put(replace(r, metadata=dict(r.metadata),
+                              vector=old[r.id].vector if r.vector is None else r.vector)
+                      for r in records)
 
     def delete(self, ids: Sequence[str]) -> None:
         with self._lock:
-            for id in ids:
-                self._records.pop(id, None)
+            gone = [r for r in (self._records.pop(i, None) for i in ids) if r is not None]
+            if len(gone) > _RESORT:
+                self._resort()
+                return
+            for record in gone:
+                del self._ids[bisect_left(self._ids, record.id)]
+                del self._times[bisect_left(self._times, (record.created_at, record.id))]
 
     def get(self, id: str) -> Record | None:
         with self._lock:
@@ -163,8 +204,26 @@ class InMemoryStore(VectorStore):
         self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
         order: Order = "id",
     ) -> tuple[list[Record], str | None]:
-        page, next_cursor = page_after(self._matching(filter), order, cursor, limit)
-        return [replace(r, vector=None) for r in page], next_cursor
+        """Walks the index of ``order`` from the cursor until a page and one more match."""
+        if limit <= 0:
+            return [], None
+        page: list[Record] = []
+        with self._lock:
+            for id in self._walk(cursor, order):
+                record = self._records[id]
+                if matches(filter, record.lookup):
+                    if len(page) == limit:
+                        return page, cursor_of(page[-1], order)
+                    page.append(replace(record, vector=None))
+        return page, None
+
+    def _walk(self, cursor: str | None, order: Order) -> Iterator[str]:
+        if order == "newest":
+            times = self._times
+            end = len(times) if cursor is None else bisect_left(times, cursor_key(cursor))
+            return (times[i][1] for i in range(end - 1, -1, -1))
+        ids = self._ids
+        return (ids[i] for i in range(0 if cursor is None else bisect_right(ids, cursor), len(ids)))
 
     def count(self, filter: Filter | None = None) -> int:
         return len(self._matching(filter))
