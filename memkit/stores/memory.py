@@ -1,18 +1,18 @@
 """In-process store: the reference implementation (filters by the reference evaluator).
 
-Beside the records it keeps two sorted indexes, of ids and of (creation time,
-id), so a ``list`` page starts at its cursor by bisection and reads only the
-records it walks past (every record it reads is a match when there is no filter).
+Beside the records it keeps their ids and creation times sorted
+(:class:`~memkit.stores._sorted.SortedKeys`), so a ``list`` page starts at its
+cursor by bisection and reads only the records it walks past.
 """
 
 from __future__ import annotations
 
+import builtins
 import math
 import re
 import threading
-from bisect import bisect_left, bisect_right, insort
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -20,6 +20,7 @@ import numpy as np
 
 from memkit._errors import ConfigError, VectorStoreError
 from memkit._filters import Filter, matches
+from memkit.stores._sorted import SortedKeys, read, walk
 from memkit.stores.base import (
     Hit,
     Order,
@@ -28,13 +29,9 @@ from memkit.stores.base import (
     VectorStore,
     Writer,
     cosine_to_score,
-    cursor_key,
-    cursor_of,
 )
 
 _WORD = re.compile(r"\w+")
-#: a write of more records than this re-sorts the indexes instead of inserting one by one
-_RESORT = 64
 
 
 def _terms(text: str) -> list[str]:
@@ -51,9 +48,7 @@ class InMemoryStore(VectorStore):
         super().__init__()
         self.collection_name = collection_name
         self._records: dict[str, Record] = {}
-        #: the ids, sorted; and (created_at, id), sorted
-        self._ids: list[str] = []
-        self._times: list[tuple[str, str]] = []
+        self._keys = SortedKeys()
         self._dimension: int | None = None
         self._model: str | None = None
         self._lock = threading.RLock()
@@ -75,9 +70,8 @@ class InMemoryStore(VectorStore):
     def switch(self, shadow: VectorStore) -> None:
         assert isinstance(shadow, InMemoryStore)
         with self._lock:
-            self._records, self._dimension, self._model = (
-                shadow._records, shadow._dimension, shadow._model)
-            self._ids, self._times = shadow._ids, shadow._times
+            self._records, self._keys, self._dimension, self._model = (
+                shadow._records, shadow._keys, shadow._dimension, shadow._model)
 
     def discard(self, shadow: VectorStore) -> None:
         shadow.reset()
@@ -91,34 +85,13 @@ class InMemoryStore(VectorStore):
                 yield self
             except BaseException:
                 self._records = snapshot
-                self._resort()
+                self._keys = SortedKeys((r.id, r.created_at) for r in snapshot.values())
                 raise
 
     def reset(self) -> None:
         with self._lock:
             self._records.clear()
-            self._ids, self._times = [], []
-
-    def _resort(self) -> None:
-        self._ids = sorted(self._records)
-        self._times = sorted((r.created_at, r.id) for r in self._records.values())
-
-    def _put(self, records: Iterable[Record]) -> None:
-        """Store ``records`` (replacing those with their ids) and keep the indexes sorted."""
-        batch = list(records)
-        if len(batch) > _RESORT:
-            self._records.update((r.id, r) for r in batch)
-            self._resort()
-            return
-        for record in batch:
-            old = self._records.get(record.id)
-            if old is None:
-                insort(self._ids, record.id)
-            elif old.created_at != record.created_at:
-                del self._times[bisect_left(self._times, (old.created_at, old.id))]
-            if old is None or old.created_at != record.created_at:
-                insort(self._times, (record.created_at, record.id))
-            self._records[record.id] = record
+            self._keys = SortedKeys()
 
     def _check(self, vector: Vector | None) -> None:
         if vector is not None and self._dimension is not None and vector.shape != (self._dimension,):
@@ -132,7 +105,9 @@ class InMemoryStore(VectorStore):
                 if record.vector is None:
                     raise VectorStoreError(f"record {record.id} has no vector")
                 self._check(record.vector)
-            self._put(replace(r, metadata=dict(r.metadata)) for r in records)
+            for record in records:
+                self._records[record.id] = replace(record, metadata=dict(record.metadata))
+            self._keys.put((r.id, r.created_at) for r in records)
 
     def update(self, records: Sequence[Record]) -> None:
         with self._lock:
@@ -140,20 +115,16 @@ class InMemoryStore(VectorStore):
                 if record.id not in self._records:
                     raise VectorStoreError(f"no record {record.id} to update")
                 self._check(record.vector)
-            old = self._records
-            self._put(replace(r, metadata=dict(r.metadata),
-                              vector=old[r.id].vector if r.vector is None else r.vector)
-                      for r in records)
+            for record in records:
+                vector = record.vector if record.vector is not None else self._records[record.id].vector
+                self._records[record.id] = replace(record, metadata=dict(record.metadata), vector=vector)
+            self._keys.put((r.id, r.created_at) for r in records)
 
     def delete(self, ids: Sequence[str]) -> None:
         with self._lock:
-            gone = [r for r in (self._records.pop(i, None) for i in ids) if r is not None]
-            if len(gone) > _RESORT:
-                self._resort()
-                return
-            for record in gone:
-                del self._ids[bisect_left(self._ids, record.id)]
-                del self._times[bisect_left(self._times, (record.created_at, record.id))]
+            for id in ids:
+                self._records.pop(id, None)
+            self._keys.remove(ids)
 
     def get(self, id: str) -> Record | None:
         with self._lock:
@@ -204,26 +175,12 @@ class InMemoryStore(VectorStore):
         self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
         order: Order = "id",
     ) -> tuple[list[Record], str | None]:
-        """Walks the index of ``order`` from the cursor until a page and one more match."""
-        if limit <= 0:
-            return [], None
-        page: list[Record] = []
         with self._lock:
-            for id in self._walk(cursor, order):
-                record = self._records[id]
-                if matches(filter, record.lookup):
-                    if len(page) == limit:
-                        return page, cursor_of(page[-1], order)
-                    page.append(replace(record, vector=None))
-        return page, None
+            page, next_cursor = read(walk(self._keys, filter, limit, cursor, order), self._fetch)
+        return [replace(r, vector=None) for r in page], next_cursor
 
-    def _walk(self, cursor: str | None, order: Order) -> Iterator[str]:
-        if order == "newest":
-            times = self._times
-            end = len(times) if cursor is None else bisect_left(times, cursor_key(cursor))
-            return (times[i][1] for i in range(end - 1, -1, -1))
-        ids = self._ids
-        return (ids[i] for i in range(0 if cursor is None else bisect_right(ids, cursor), len(ids)))
+    def _fetch(self, ids: builtins.list[str]) -> builtins.list[Record]:
+        return [self._records[id] for id in ids if id in self._records]
 
     def count(self, filter: Filter | None = None) -> int:
         return len(self._matching(filter))
