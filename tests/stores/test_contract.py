@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -353,6 +354,21 @@ def test_list_newest_first_pages_by_creation_time_then_id(s: Driver, page_size: 
         assert seen == wanted
 
 
+@pytest.mark.parametrize("page_size", [1, 9, 100])
+def test_list_pages_uuid_and_other_ids_in_id_order(s: Driver, page_size: int) -> None:
+    uuids = [str(uuid.UUID(int=int.from_bytes(hashlib.sha256(b"%d" % i).digest()[:16], "big")))
+             for i in range(150)]
+    others = ["0a-x", "fff", "fff-1", "ab", "abc", "g00", "zz", "é", "0", "~", "ABC"]
+    all_ids = uuids + others
+    s.insert([rec(id, metadata={"k": n % 3}) for n, id in enumerate(all_ids)])
+    assert ids(s.list_all(page_size=page_size)) == sorted(all_ids)
+    assert ids(s.list_all(f({"k": 1}), page_size=page_size)) == sorted(
+        id for n, id in enumerate(all_ids) if n % 3 == 1)
+    for cursor in ("0a", "80000000", "fff-0", "zzz", ""):  # cursors that are no record's id
+        page, _ = s.list(limit=page_size, cursor=cursor)
+        assert ids(page) == sorted(i for i in all_ids if i > cursor)[:page_size]
+
+
 @pytest.mark.parametrize("order", ["id", "newest"])
 def test_list_continues_from_the_cursor_after_writes_between_pages(s: Driver, order: Order) -> None:
     def at(i: int, id: str, **fields: Any) -> Record:
@@ -364,7 +380,8 @@ def test_list_continues_from_the_cursor_after_writes_between_pages(s: Driver, or
 
     live = {r.id: r for r in (at(i, f"k{i:03}", metadata={"even": i % 2 == 0}) for i in range(60))}
     s.insert(list(live.values()))
-    for scope, fits in ((None, lambda r: True), (f({"even": True}), lambda r: r.metadata["even"])):
+    for round, (scope, fits) in enumerate(((None, lambda r: True),
+                                           (f({"even": True}), lambda r: r.metadata["even"]))):
         first, cursor = s.list(scope, limit=7, cursor=None, order=order)
         assert cursor is not None
         ranked = sorted((r for r in live.values() if fits(r)), key=key, reverse=order == "newest")
@@ -373,7 +390,8 @@ def test_list_continues_from_the_cursor_after_writes_between_pages(s: Driver, or
         # a record whose creation time moves it across the cursor
         gone = [ranked[3].id, ranked[9].id, ranked[20].id]
         s.delete(gone)
-        added = [at(5, "k004b", metadata={"even": True}), at(50, "k050b", metadata={"even": True})]
+        added = [at(5, f"k004-{round}", metadata={"even": True}),
+                 at(50, f"k050-{round}", metadata={"even": True})]
         s.insert(added)
         moved = replace(live[ranked[12].id], created_at=at(0, "x").created_at)
         s.update(moved)
