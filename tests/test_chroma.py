@@ -111,6 +111,31 @@ def test_pages_are_in_id_order(store: ChromaStore) -> None:
         assert ids == sorted(r.id for r in wanted)
 
 
+def test_a_collection_written_before_id_buckets_still_pages_every_record(tmp_path: Path) -> None:
+    records = [_record(f"m{i}", k=i % 2) for i in range(12)]
+    old = ChromaStore(path=str(tmp_path), collection_name="old")
+    collection = old.client.create_collection(  # as memkit made it before the id3 buckets
+        "old", embedding_function=None,
+        metadata={"hnsw:space": "cosine", "memkit:dimension": 3, "memkit:model": "m"})
+    collection.add(ids=[r.id for r in records], embeddings=[[1.0, 0.0, 0.0]] * len(records),
+                   metadatas=[{k: v for k, v in encode_metadata(r).items() if k != "id3"}
+                              for r in records],
+                   documents=[r.memory for r in records])
+    old.open(3, "m")
+    for size, spec in [(5, None), (2, {"k": 1})]:
+        ids, cursor = [], None
+        while True:
+            page, cursor = old.list(None if spec is None else parse_filter(spec), limit=size,
+                                    cursor=cursor)
+            ids += [r.id for r in page]
+            if cursor is None:
+                break
+        assert ids == sorted(r.id for r in records if spec is None or r.metadata["k"] == 1)
+    new = [_record("new")]
+    old.insert(new)
+    assert new[0].id in {r.id for r in old.list(limit=100)[0]}
+
+
 def test_persists_and_checks_dimension(tmp_path: Path) -> None:
     store = ChromaStore(path=str(tmp_path), collection_name="persist")
     store.open(3, "m")
