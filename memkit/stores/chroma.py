@@ -68,6 +68,8 @@ from memkit.stores.base import (
     Vector,
     VectorStore,
     cosine_to_score,
+    cursor_key,
+    cursor_of,
     page_after,
 )
 
@@ -92,6 +94,8 @@ _COMPLEMENT = {"gt": "$lte", "gte": "$lt", "lt": "$gte", "lte": "$gt"}
 #: are in the bucket ``_ODD``
 BUCKETS = [f"{i:03x}" for i in range(16**3)]
 _ODD = "*"
+_SECOND_US = 1_000_000
+_YEAR_US = 366 * 86_400 * _SECOND_US
 _HEX3 = re.compile(r"[0-9a-f]{3}")
 
 # -- metadata --------------------------------------------------------------
@@ -140,6 +144,10 @@ def encode_metadata(record: Record) -> dict[str, Any]:
 def bucket_of(id: str) -> str:
     """The ``id3`` bucket of an id."""
     return id[:3] if _HEX3.fullmatch(id[:3]) else _ODD
+
+
+def _now_us() -> int:
+    return (datetime.now(UTC) - _EPOCH) // timedelta(microseconds=1)
 
 
 def decode_record(id: str, metadata: dict[str, Any]) -> Record:
@@ -347,6 +355,8 @@ class ChromaStore(DrivenStore):
         self._meta: dict[str, Any] = {}
         #: whether every record of the collection has its ``id3`` bucket
         self._bucketed = False
+        #: the window of creation times (µs) that held the last newest-first page
+        self._newest_width = _SECOND_US
 
     @property
     def client(self) -> Any:
@@ -537,6 +547,8 @@ class ChromaStore(DrivenStore):
             return [], None
         if order == "id" and self._bucketed:
             return (yield from self._page_by_buckets(filter, query, limit, cursor))
+        if order == "newest" and (cursor is None or _epoch_us(cursor_key(cursor)[0]) is not None):
+            return (yield from self._page_by_time(filter, query, limit, cursor))
         if not query.exact:
             assert filter is not None
             return page_after((yield from self._checked(filter, query)), order, cursor, limit)
@@ -574,6 +586,34 @@ class ChromaStore(DrivenStore):
             if end == len(BUCKETS):
                 return known, None
             start, width = end, 4 * width
+
+    def _page_by_time(self, filter: Filter | None, query: Translated, limit: int,
+                      cursor: str | None) -> Op[tuple[builtins.list[Record], str | None]]:
+        """Newest first: the ids in a window of creation times below the cursor (ids only),
+        widened eight times at a time until it holds a page and one more match (past a year
+        wide, down to the oldest record); then the records of that window, sorted. The
+        width that sufficed last is where the next page starts."""
+        top = None if cursor is None else cursor_key(cursor)
+        high = None if top is None else _epoch_us(top[0])
+        upper = [] if high is None else [{"t:created_at": {"$lte": high}}]
+        width = max(_SECOND_US, self._newest_width // 8)
+        while True:
+            bottom = width > _YEAR_US
+            low = (_now_us() if high is None else high) - width
+            window = _all([query.where, *upper,
+                           *([] if bottom else [{"t:created_at": {"$gte": low}}])])
+            found = yield (lambda c, where=window: c.get(  # type: ignore[misc]
+                where=where, where_document=cast(Any, query.document), include=[]))
+            if len(found["ids"]) > limit or bottom:
+                records = [r for r in (yield from self._fetch(found["ids"]))
+                           if (top is None or (r.created_at, r.id) < top)
+                           and (query.exact or filter is None or matches(filter, r.lookup))]
+                if len(records) > limit or bottom:
+                    self._newest_width = width
+                    page = sorted(records, key=lambda r: (r.created_at, r.id), reverse=True)
+                    return page[:limit], (cursor_of(page[limit - 1], "newest")
+                                          if len(page) > limit else None)
+            width *= 8
 
     def _count(self, filter: Filter | None) -> Op[int]:
         if filter is None:
