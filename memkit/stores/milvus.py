@@ -18,10 +18,9 @@ A page in id order is one query: the filter and ``id > cursor``, a limit of
 one page and one, and pymilvus' ``iterator`` flag, with which Milvus (Lite
 too) returns the rows in primary-key order, so one page crosses the wire.
 Milvus Lite (3.x, a Python engine) still evaluates the filter over the whole
-collection, and row by row over its in-memory segment (the writes since the
-last flush; it flushes by itself at 128 MB), so the store flushes after every
-1,000 rows it writes there; a page still costs in proportion to the collection,
-with a much smaller constant. Newest-first pages have no engine order
+collection, and row by row over its in-memory segment (up to 128 MB, the
+writes since the last flush), so a page there costs in proportion to the
+collection, with a smaller constant. Newest-first pages have no engine order
 (Lite ignores ``order_by_fields``): the matching ids and creation times are
 fetched and sorted here. Every operation is written once, as a generator
 of client calls (``lambda c: c.upsert(...)``); the sync driver runs them on
@@ -59,8 +58,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Op = Generator[Callable[["MilvusClient"], Any], Any, T]
 _PAGE = 1000
-#: Milvus Lite: rows a store writes before it flushes them to a segment
-_FLUSH_AFTER = 1000
 _FIELDS = ["id", "record"]
 
 
@@ -133,8 +130,6 @@ class MilvusStore(SwitchableStore):
         # (GOAWAY) now and then; there the async methods run the sync client in a thread.
         self.local = uri.endswith(".db")
         self.native_async = not self.local
-        #: Milvus Lite: rows this store wrote since it last flushed
-        self._unflushed = 0
 
     # -- drivers ---------------------------------------------------------
     def _run(self, op: Op[T]) -> T:
@@ -220,11 +215,6 @@ class MilvusStore(SwitchableStore):
             chunk = rows[start:start + _PAGE]
             yield (lambda c, chunk=chunk: c.upsert(  # type: ignore[misc]
                 collection_name=self._live, data=chunk))
-        self._unflushed += len(rows)
-        if self.local and self._unflushed >= _FLUSH_AFTER:
-            # Lite reads its unflushed rows one by one on every query and search
-            self._unflushed = 0
-            yield (lambda c: c.flush(collection_name=self._live))
 
     def _update(self, records: Sequence[Record]) -> Op[None]:
         if not records:
