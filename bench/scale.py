@@ -13,7 +13,9 @@ import of a large export does; 1,000 memories per user), and at each size
 measures search latency (p50/p95) for ``--queries`` random query vectors:
 unscoped, and scoped to one user among many; "with query embedding" adds
 embedding a real question with the local embedder to each search; "list" is a
-page of 100 in id order from a random cursor. A store whose next size would take
+page of 100 in id order from a random cursor ("list_newest" newest first from a
+cursor in the middle of the creation times, one a second; "list_scoped" in id
+order within one user's memories). A store whose next size would take
 longer than ``--budget`` seconds to fill stops there.
 
 Then the real pipeline: the local embedder's load time and throughput, and
