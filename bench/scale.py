@@ -13,7 +13,9 @@ import of a large export does; 1,000 memories per user), and at each size
 measures search latency (p50/p95) for ``--queries`` random query vectors:
 unscoped, and scoped to one user among many; "with query embedding" adds
 embedding a real question with the local embedder to each search; "list" is a
-page of 100 in id order from a random cursor. A store whose next size would take
+page of 100 in id order from a random cursor ("list_newest" newest first from a
+cursor in the middle of the creation times, one a second; "list_scoped" in id
+order within one user's memories). A store whose next size would take
 longer than ``--budget`` seconds to fill stops there.
 
 Then the real pipeline: the local embedder's load time and throughput, and
@@ -33,6 +35,7 @@ import sys
 import tempfile
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +47,7 @@ from _common import machine, median, percentile, table, write_results  # noqa: E
 
 DIM = 384
 DEFAULT_DATA = REPO.parent / "shared/data/locomo/locomo10-dev.json"
-STORES = ["sqlite", "memory", "qdrant", "chroma", "chroma-server", "pgvector"]
+STORES = ["sqlite", "memory", "qdrant", "chroma", "chroma-server", "pgvector", "milvus", "lancedb"]
 
 
 def open_store(name: str, workdir: str, args: argparse.Namespace) -> Any:
@@ -76,6 +79,14 @@ def open_store(name: str, workdir: str, args: argparse.Namespace) -> Any:
         from memkit.stores.pgvector import PgVectorStore
 
         store = PgVectorStore(dsn=args.pg_dsn, collection_name=f"scale_{uuid.uuid4().hex[:8]}")
+    elif name == "milvus":
+        from memkit.stores.milvus import MilvusStore
+
+        store = MilvusStore(uri=os.path.join(workdir, "milvus.db"))
+    elif name == "lancedb":
+        from memkit.stores.lancedb import LanceDBStore
+
+        store = LanceDBStore(path=os.path.join(workdir, "lancedb"))
     else:
         raise SystemExit(f"unknown store {name}")
     store.open(DIM, "synthetic-unit-vectors")
@@ -90,8 +101,9 @@ def unit(rng: np.random.Generator, n: int) -> np.ndarray:
 def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
     """One store, in this process: fill to each size and measure."""
     from memkit._filters import Condition
+    from memkit._time import to_iso
     from memkit.embeddings.local import LocalEmbedder
-    from memkit.stores.base import Record
+    from memkit.stores.base import Record, cursor_of
 
     workdir = tempfile.mkdtemp(prefix=f"scale-{name}-")
     store = open_store(name, workdir, args)
@@ -101,22 +113,23 @@ def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
     rng = np.random.default_rng(11)
     queries = unit(np.random.default_rng(12), args.queries)
     scope = Condition(field="user_id", operator="eq", value="user-0")
-    now = "2024-01-01T00:00:00+00:00"
+    epoch = datetime(2024, 1, 1, tzinfo=UTC)
     filled, sizes = 0, {}
-    cursors: list[str] = []
+    cursors: list[Record] = []
     for size in sorted(args.sizes):
         start = time.perf_counter()
         while filled < size:
             n = min(args.batch or size, size - filled)
             vectors = unit(rng, n)
-            records = [
-                Record(id=str(uuid.uuid4()), memory=f"memory number {i} of user {i // 1000}",
-                       hash=f"{i:032x}", created_at=now, updated_at=now,
-                       user_id=f"user-{i // args.per_user}", vector=vectors[j])
-                for j, i in enumerate(range(filled, filled + n))
-            ]
+            records = []
+            for j, i in enumerate(range(filled, filled + n)):
+                created = to_iso(epoch + timedelta(seconds=i))
+                records.append(Record(
+                    id=str(uuid.uuid4()), memory=f"memory number {i} of user {i // 1000}",
+                    hash=f"{i:032x}", created_at=created, updated_at=created,
+                    user_id=f"user-{i // args.per_user}", vector=vectors[j]))
             store.insert(records)
-            cursors += [r.id for r in records[:: max(1, n // 20)]]
+            cursors += records[:: max(1, n // 20)]
             filled += n
         ingest_s = time.perf_counter() - start
         row: dict[str, Any] = {
@@ -136,12 +149,19 @@ def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
                 lambda q=q, raw=raw: raw.query(query_embeddings=[q.tolist()], n_results=10,
                                                include=["metadatas", "distances"])
                 for q in queries], args.query_budget)
-        row["list"] = _timed([lambda c=c: store.list(limit=100, cursor=c)
+        row["list"] = _timed([lambda c=c: store.list(limit=100, cursor=c.id)
                               for c in cursors[: args.queries]], args.query_budget)
+        row["list_newest"] = _timed([
+            lambda c=c: store.list(limit=100, cursor=cursor_of(c, "newest"), order="newest")
+            for c in cursors[: args.queries]], args.query_budget)
+        row["list_scoped"] = _timed([lambda c=c: store.list(scope, limit=100, cursor=c.id)
+                                     for c in cursors[: args.queries]], args.query_budget)
         sizes[str(size)] = row
         print(f"  {name} {size}: ingest {ingest_s:.1f} s, p50 unscoped "
               f"{1000 * row['unscoped']['p50']:.2f} ms, scoped {1000 * row['scoped']['p50']:.2f} ms"
               f", list {1000 * row['list']['p50']:.2f} ms"
+              f" (newest {1000 * row['list_newest']['p50']:.2f}, scoped"
+              f" {1000 * row['list_scoped']['p50']:.2f})"
               + (f", raw chromadb {1000 * row['raw_chromadb_unscoped']['p50']:.2f} ms"
                  if "raw_chromadb_unscoped" in row else ""), file=sys.stderr, flush=True)
         next_sizes = [s for s in args.sizes if s > size]
@@ -169,6 +189,10 @@ def _timed(calls: list[Any], budget: float) -> dict[str, Any]:
         if time.perf_counter() - started > budget and len(times) >= 5:
             break
     return {"n": len(times), "p50": median(times), "p95": percentile(times, 95)}
+
+
+def _ms(series: dict[str, Any] | None) -> float | None:
+    return None if series is None else 1000 * series["p50"]
 
 
 def _peak_rss_mb() -> float:
@@ -269,7 +293,7 @@ def available(args: argparse.Namespace) -> list[str]:
             continue
         module = {"sqlite": None, "memory": None, "qdrant": "qdrant_client",
                   "chroma": "chromadb", "chroma-server": "chromadb",
-                  "pgvector": "psycopg"}[name]
+                  "pgvector": "psycopg", "milvus": "pymilvus", "lancedb": "lancedb"}[name]
         if module:
             try:
                 __import__(module)
@@ -368,10 +392,12 @@ def main() -> None:
                          1000 * s["unscoped"]["p50"], 1000 * s["unscoped"]["p95"],
                          1000 * s["scoped"]["p50"], 1000 * s["scoped"]["p95"],
                          1000 * s["unscoped_embed"]["p50"], 1000 * s["scoped_embed"]["p50"],
-                         1000 * s["list"]["p50"], r["peak_rss_mb"]])
+                         1000 * s["list"]["p50"], _ms(s.get("list_newest")),
+                         _ms(s.get("list_scoped")), r["peak_rss_mb"]])
     print("\nsearch latency in ms (limit 10); scoped = one user's 1k among many")
     print(table(["store", "memories", "ingest/s", "unscoped p50", "p95", "scoped p50", "p95",
-                 "unscoped+embed p50", "scoped+embed p50", "list page p50", "peak RSS MB"],
+                 "unscoped+embed p50", "scoped+embed p50", "list page p50", "newest page p50",
+                 "scoped page p50", "peak RSS MB"],
                 rows))
     if pipeline:
         print("\nreal pipeline (local embedder, SQLite, LoCoMo turns)")

@@ -13,6 +13,7 @@ pytest.importorskip("chromadb")
 
 from memkit._errors import ConfigError
 from memkit._filters import condition, parse_filter
+from memkit._time import to_iso
 from memkit.stores.base import Record
 from memkit.stores.chroma import ChromaStore, encode_metadata, translate
 from tests.conftest import unique_name
@@ -109,6 +110,51 @@ def test_pages_are_in_id_order(store: ChromaStore) -> None:
                 break
         wanted = [r for r in records if spec is None or r.metadata["k"] == spec["k"]]
         assert ids == sorted(r.id for r in wanted)
+
+
+def test_newest_pages_cross_dense_seconds_sparse_years_and_the_future(store: ChromaStore) -> None:
+    dense = [to_iso(1_700_000_000 + i) for i in range(150)]  # one a second
+    sparse = [to_iso(f"{year}-03-01T00:00:00+00:00") for year in (1999, 2003, 2011)]
+    stamps = [*dense, *sparse, to_iso("2100-01-01T00:00:00+00:00"), dense[7], dense[7]]
+    records = [replace(_record(f"t{i}", k=i % 4), created_at=stamp)
+               for i, stamp in enumerate(stamps)]
+    store.insert(records)
+    for size, spec in [(7, None), (40, None), (3, {"k": 2}), (1000, None)]:
+        ids, cursor = [], None
+        while True:
+            page, cursor = store.list(None if spec is None else parse_filter(spec), limit=size,
+                                      cursor=cursor, order="newest")
+            ids += [r.id for r in page]
+            if cursor is None:
+                break
+        wanted = [r for r in records if spec is None or r.metadata["k"] == spec["k"]]
+        assert ids == [r.id for r in sorted(wanted, key=lambda r: (r.created_at, r.id),
+                                            reverse=True)]
+
+
+def test_a_collection_written_before_id_buckets_still_pages_every_record(tmp_path: Path) -> None:
+    records = [_record(f"m{i}", k=i % 2) for i in range(12)]
+    old = ChromaStore(path=str(tmp_path), collection_name="old")
+    collection = old.client.create_collection(  # as memkit made it before the id3 buckets
+        "old", embedding_function=None,
+        metadata={"hnsw:space": "cosine", "memkit:dimension": 3, "memkit:model": "m"})
+    collection.add(ids=[r.id for r in records], embeddings=[[1.0, 0.0, 0.0]] * len(records),
+                   metadatas=[{k: v for k, v in encode_metadata(r).items() if k != "id3"}
+                              for r in records],
+                   documents=[r.memory for r in records])
+    old.open(3, "m")
+    for size, spec in [(5, None), (2, {"k": 1})]:
+        ids, cursor = [], None
+        while True:
+            page, cursor = old.list(None if spec is None else parse_filter(spec), limit=size,
+                                    cursor=cursor)
+            ids += [r.id for r in page]
+            if cursor is None:
+                break
+        assert ids == sorted(r.id for r in records if spec is None or r.metadata["k"] == 1)
+    new = [_record("new")]
+    old.insert(new)
+    assert new[0].id in {r.id for r in old.list(limit=100)[0]}
 
 
 def test_persists_and_checks_dimension(tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ its fields::
     ln:f / lb:f / ls:f / ll:f   the numbers (as floats), booleans, strings and
                                 lower-cased strings of a list
     has                         the index keys present, for "missing" under negation
+    id3                         the id's first three characters when they are hex digits
+                                (every UUID's), else ``*``: the id's bucket for list pages
 
 Negation is pushed to the leaves (``$ne``/``$nin``/``$not_contains`` hold on a
 missing key; a negated range also accepts a key absent from ``has``).
@@ -24,8 +26,15 @@ the query, which then selects a superset, and memkit keeps the candidates the
 reference evaluator accepts: such filters are exact, at the cost of reading
 every candidate (see :func:`translate`).
 
-Chroma OSS ranks no full text, so there is no keyword search. List pages are
-in ascending id order: the matching ids are fetched, sorted and sliced.
+Chroma OSS ranks no full text, so there is no keyword search. Chroma orders
+nothing and its ranges (``$gt`` on a number) and offsets read the whole
+collection, but an equality or ``$in`` on a metadata string is indexed. So a
+page in id order reads buckets of ``id3`` from the cursor's on, a run of them
+at a time (sized from the collection's count to hold about one page), plus the
+``*`` bucket, until it holds a page and one more record; every id below the
+next unread bucket is then known. Newest-first pages, and pages of a
+collection written before ``id3`` existed (no ``memkit:id3`` in its metadata),
+fetch every matching id and sort here.
 Server mode uses Chroma's ``AsyncHttpClient`` for the async methods; the
 embedded client has no async API, so there they run in a worker thread.
 """
@@ -36,6 +45,9 @@ import asyncio
 import builtins
 import copy
 import json
+import math
+import re
+from bisect import bisect_left
 from collections.abc import Callable, Generator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
@@ -56,6 +68,8 @@ from memkit.stores.base import (
     Vector,
     VectorStore,
     cosine_to_score,
+    cursor_key,
+    cursor_of,
     page_after,
 )
 
@@ -76,6 +90,13 @@ _BATCH = 1000
 _NEVER: Where = {"has": {"$contains": ""}}  # "has" never holds the empty string
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _COMPLEMENT = {"gt": "$lte", "gte": "$lt", "lt": "$gte", "lte": "$gt"}
+#: the hex buckets of ids, in order; ids whose first three characters are not hex digits
+#: are in the bucket ``_ODD``
+BUCKETS = [f"{i:03x}" for i in range(16**3)]
+_ODD = "*"
+_SECOND_US = 1_000_000
+_YEAR_US = 366 * 86_400 * _SECOND_US
+_HEX3 = re.compile(r"[0-9a-f]{3}")
 
 # -- metadata --------------------------------------------------------------
 
@@ -116,7 +137,17 @@ def encode_metadata(record: Record) -> dict[str, Any]:
                 if items:
                     meta[key] = items
     meta["has"] = ["record", *sorted(meta)]
+    meta["id3"] = bucket_of(record.id)
     return meta
+
+
+def bucket_of(id: str) -> str:
+    """The ``id3`` bucket of an id."""
+    return id[:3] if _HEX3.fullmatch(id[:3]) else _ODD
+
+
+def _now_us() -> int:
+    return (datetime.now(UTC) - _EPOCH) // timedelta(microseconds=1)
 
 
 def decode_record(id: str, metadata: dict[str, Any]) -> Record:
@@ -322,6 +353,10 @@ class ChromaStore(DrivenStore):
         self._dimension: int | None = None
         self._model = ""
         self._meta: dict[str, Any] = {}
+        #: whether every record of the collection has its ``id3`` bucket
+        self._bucketed = False
+        #: the window of creation times (µs) that held the last newest-first page
+        self._newest_width = _SECOND_US
 
     @property
     def client(self) -> Any:
@@ -344,7 +379,8 @@ class ChromaStore(DrivenStore):
 
     # -- lifecycle -------------------------------------------------------
     def open(self, dimension: int, model: str) -> None:
-        meta = {"hnsw:space": "cosine", "memkit:dimension": dimension, "memkit:model": model}
+        meta = {"hnsw:space": "cosine", "memkit:dimension": dimension, "memkit:model": model,
+                "memkit:id3": True}
         try:
             collection = self._client.get_or_create_collection(
                 self.collection_name, embedding_function=None, metadata=meta)
@@ -360,6 +396,7 @@ class ChromaStore(DrivenStore):
         self._live = stored.get("memkit:live") or self.collection_name
         if self._live != self.collection_name:
             collection = self._client.get_collection(self._live, embedding_function=None)
+        self._bucketed = (collection.metadata or {}).get("memkit:id3") is True
         self._collection, self._dimension, self._model = collection, dimension, model
 
     # -- re-embedding (see memkit.stores._generations) --------------------
@@ -383,6 +420,7 @@ class ChromaStore(DrivenStore):
             self._drop(self._live)
         self._live, self._dimension = shadow._live, shadow._dimension
         self._collection, self._acollection = shadow._collection, None
+        self._bucketed = shadow._bucketed
 
     def discard(self, shadow: VectorStore) -> None:
         assert isinstance(shadow, ChromaStore)
@@ -504,7 +542,15 @@ class ChromaStore(DrivenStore):
     def _list(
         self, filter: Filter | None, limit: int, cursor: str | None, order: Order
     ) -> Op[tuple[builtins.list[Record], str | None]]:
-        if filter is not None and not (query := translate(filter)).exact:
+        query = Translated(None, None, True) if filter is None else translate(filter)
+        if query.where is _NEVER or limit <= 0:
+            return [], None
+        if order == "id" and self._bucketed:
+            return (yield from self._page_by_buckets(filter, query, limit, cursor))
+        if order == "newest" and (cursor is None or _epoch_us(cursor_key(cursor)[0]) is not None):
+            return (yield from self._page_by_time(filter, query, limit, cursor))
+        if not query.exact:
+            assert filter is not None
             return page_after((yield from self._checked(filter, query)), order, cursor, limit)
         if order == "newest":  # Chroma cannot order: the matching records, sorted here
             records = yield from self._fetch((yield from self._ids(filter)))
@@ -512,6 +558,62 @@ class ChromaStore(DrivenStore):
         ids = [i for i in (yield from self._ids(filter)) if cursor is None or i > cursor]
         page = yield from self._fetch(ids[:limit])
         return page, (ids[limit - 1] if len(ids) > limit else None)
+
+    def _page_by_buckets(self, filter: Filter | None, query: Translated, limit: int,
+                         cursor: str | None) -> Op[tuple[builtins.list[Record], str | None]]:
+        """A page in id order from the ``id3`` buckets at and after the cursor's."""
+        def read(buckets: Where) -> Op[builtins.list[Record]]:
+            where = _all([query.where, {"id3": buckets}])
+            result = yield (lambda c: c.get(where=where, where_document=cast(Any, query.document),
+                                             include=["metadatas"]))
+            return [r for r in map(decode_record, result["ids"], result["metadatas"])
+                    if (cursor is None or r.id > cursor)
+                    and (query.exact or filter is None or matches(filter, r.lookup))]
+
+        found = yield from read({"$eq": _ODD})
+        per_bucket = max(1, int((yield (lambda c: c.count())))) / len(BUCKETS)
+        start = 0 if cursor is None else bisect_left(BUCKETS, cursor[:3])
+        width = math.ceil(1.25 * (limit + 1) / per_bucket)
+        while True:
+            end = min(len(BUCKETS), start + width)
+            if start < end:
+                found += yield from read({"$in": BUCKETS[start:end]})
+            # every id below the first unread bucket is known
+            known = sorted((r for r in found if end == len(BUCKETS) or r.id < BUCKETS[end]),
+                           key=lambda r: r.id)
+            if len(known) > limit:
+                return known[:limit], known[limit - 1].id
+            if end == len(BUCKETS):
+                return known, None
+            start, width = end, 4 * width
+
+    def _page_by_time(self, filter: Filter | None, query: Translated, limit: int,
+                      cursor: str | None) -> Op[tuple[builtins.list[Record], str | None]]:
+        """Newest first: the ids in a window of creation times below the cursor (ids only),
+        widened eight times at a time until it holds a page and one more match (past a year
+        wide, down to the oldest record); then the records of that window, sorted. The
+        width that sufficed last is where the next page starts."""
+        top = None if cursor is None else cursor_key(cursor)
+        high = None if top is None else _epoch_us(top[0])
+        upper = [] if high is None else [{"t:created_at": {"$lte": high}}]
+        width = max(_SECOND_US, self._newest_width // 8)
+        while True:
+            bottom = width > _YEAR_US
+            low = (_now_us() if high is None else high) - width
+            window = _all([query.where, *upper,
+                           *([] if bottom else [{"t:created_at": {"$gte": low}}])])
+            found = yield (lambda c, where=window: c.get(  # type: ignore[misc]
+                where=where, where_document=cast(Any, query.document), include=[]))
+            if len(found["ids"]) > limit or bottom:
+                records = [r for r in (yield from self._fetch(found["ids"]))
+                           if (top is None or (r.created_at, r.id) < top)
+                           and (query.exact or filter is None or matches(filter, r.lookup))]
+                if len(records) > limit or bottom:
+                    self._newest_width = width
+                    page = sorted(records, key=lambda r: (r.created_at, r.id), reverse=True)
+                    return page[:limit], (cursor_of(page[limit - 1], "newest")
+                                          if len(page) > limit else None)
+            width *= 8
 
     def _count(self, filter: Filter | None) -> Op[int]:
         if filter is None:

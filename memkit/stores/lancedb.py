@@ -14,8 +14,12 @@ bytes (code point order), substrings use ``strpos``, list elements
 Vector search is exact (no ANN index: LanceDB scans the prefiltered rows), so a
 filtered search returns ``limit`` hits whenever that many match. Keyword search
 is a BM25 match query over the memory's words (never query syntax), scores
-divided by the best. ``list`` sorts the matching ids and creation times and
-fetches one page. LanceDB's Python API is synchronous here: the async methods
+divided by the best. A ``list`` page is one query: the filter and "after the
+cursor" as SQL, ordered by the id (or creation time and id, descending) with a
+limit of one more than the page, so LanceDB keeps only the top rows while it
+scans and one page crosses into Python. (A BTREE index on the id made these
+queries slower here, and with one ``ORDER BY`` and a filter fails to plan, so
+there is none.) LanceDB's Python API is synchronous here: the async methods
 run in a worker thread. Writes hold the store's lock (see docs/backends.md).
 """
 
@@ -41,7 +45,8 @@ from memkit.stores.base import (
     Vector,
     VectorStore,
     cosine_to_score,
-    page_after,
+    cursor_key,
+    cursor_of,
 )
 
 pa: Any = require("pyarrow", "lancedb")
@@ -274,18 +279,32 @@ class LanceDBStore(VectorStore):
         self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
         order: Order = "id",
     ) -> tuple[builtins.list[Record], str | None]:
-        keys = [Record(id=row["id"], memory="", hash="", updated_at="", created_at=row["created_at"])
-                for row in self._rows(self.table.search(), filter, None, ["id", "created_at"])]
-        wanted, next_cursor = page_after(keys, order, cursor, limit)
-        if not wanted:
+        if limit <= 0:
             return [], None
-        rows = (self.table.search().where(_ids([r.id for r in wanted])).select(["id", "record"])
-                .limit(None).to_arrow().to_pylist())
-        by_id = {row["id"]: _record(row) for row in rows}
-        return [by_id[r.id] for r in wanted if r.id in by_id], next_cursor
+        query_type = require("lancedb.query", "lancedb")
+        keys = ["id"] if order == "id" else ["created_at", "id"]
+        ordering = [query_type.ColumnOrdering(column_name=k, ascending=order == "id") for k in keys]
+        # (an ORDER BY of two columns without a WHERE fails to plan in lancedb 0.40)
+        where = [w for w in (self._where(filter), _after(cursor, order)) if w is not None]
+        query = self.table.search().where(" AND ".join(f"({w})" for w in where) or "id IS NOT NULL")
+        rows = (query.order_by(ordering).select(["id", "record"]).limit(limit + 1)
+                .to_arrow().to_pylist())
+        page = [_record(row) for row in rows[:limit]]
+        return page, (cursor_of(page[-1], order) if len(rows) > limit else None)
 
     def count(self, filter: Filter | None = None) -> int:
         return int(self.table.count_rows(self._where(filter)))
+
+
+def _after(cursor: str | None, order: Order) -> str | None:
+    """The rows after ``cursor`` in ``order`` (ids compare by UTF-8 bytes, as Python's ``<``)."""
+    if cursor is None:
+        return None
+    if order == "id":
+        return f"id > {literal(cursor)}"
+    created_at, id = cursor_key(cursor)
+    return (f"created_at < {literal(created_at)} OR "
+            f"(created_at = {literal(created_at)} AND id < {literal(id)})")
 
 
 def _record(row: dict[str, Any]) -> Record:

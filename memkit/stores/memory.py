@@ -1,7 +1,13 @@
-"""In-process store: the reference implementation (filters by the reference evaluator)."""
+"""In-process store: the reference implementation (filters by the reference evaluator).
+
+Beside the records it keeps their ids and creation times sorted
+(:class:`~memkit.stores._sorted.SortedKeys`), so a ``list`` page starts at its
+cursor by bisection and reads only the records it walks past.
+"""
 
 from __future__ import annotations
 
+import builtins
 import math
 import re
 import threading
@@ -14,6 +20,7 @@ import numpy as np
 
 from memkit._errors import ConfigError, VectorStoreError
 from memkit._filters import Filter, matches
+from memkit.stores._sorted import SortedKeys, read, walk
 from memkit.stores.base import (
     Hit,
     Order,
@@ -22,7 +29,6 @@ from memkit.stores.base import (
     VectorStore,
     Writer,
     cosine_to_score,
-    page_after,
 )
 
 _WORD = re.compile(r"\w+")
@@ -42,6 +48,7 @@ class InMemoryStore(VectorStore):
         super().__init__()
         self.collection_name = collection_name
         self._records: dict[str, Record] = {}
+        self._keys = SortedKeys()
         self._dimension: int | None = None
         self._model: str | None = None
         self._lock = threading.RLock()
@@ -63,8 +70,8 @@ class InMemoryStore(VectorStore):
     def switch(self, shadow: VectorStore) -> None:
         assert isinstance(shadow, InMemoryStore)
         with self._lock:
-            self._records, self._dimension, self._model = (
-                shadow._records, shadow._dimension, shadow._model)
+            self._records, self._keys, self._dimension, self._model = (
+                shadow._records, shadow._keys, shadow._dimension, shadow._model)
 
     def discard(self, shadow: VectorStore) -> None:
         shadow.reset()
@@ -78,11 +85,13 @@ class InMemoryStore(VectorStore):
                 yield self
             except BaseException:
                 self._records = snapshot
+                self._keys = SortedKeys((r.id, r.created_at) for r in snapshot.values())
                 raise
 
     def reset(self) -> None:
         with self._lock:
             self._records.clear()
+            self._keys = SortedKeys()
 
     def _check(self, vector: Vector | None) -> None:
         if vector is not None and self._dimension is not None and vector.shape != (self._dimension,):
@@ -98,6 +107,7 @@ class InMemoryStore(VectorStore):
                 self._check(record.vector)
             for record in records:
                 self._records[record.id] = replace(record, metadata=dict(record.metadata))
+            self._keys.put((r.id, r.created_at) for r in records)
 
     def update(self, records: Sequence[Record]) -> None:
         with self._lock:
@@ -108,11 +118,13 @@ class InMemoryStore(VectorStore):
             for record in records:
                 vector = record.vector if record.vector is not None else self._records[record.id].vector
                 self._records[record.id] = replace(record, metadata=dict(record.metadata), vector=vector)
+            self._keys.put((r.id, r.created_at) for r in records)
 
     def delete(self, ids: Sequence[str]) -> None:
         with self._lock:
             for id in ids:
                 self._records.pop(id, None)
+            self._keys.remove(ids)
 
     def get(self, id: str) -> Record | None:
         with self._lock:
@@ -163,8 +175,12 @@ class InMemoryStore(VectorStore):
         self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
         order: Order = "id",
     ) -> tuple[list[Record], str | None]:
-        page, next_cursor = page_after(self._matching(filter), order, cursor, limit)
+        with self._lock:
+            page, next_cursor = read(walk(self._keys, filter, limit, cursor, order), self._fetch)
         return [replace(r, vector=None) for r in page], next_cursor
+
+    def _fetch(self, ids: builtins.list[str]) -> builtins.list[Record]:
+        return [self._records[id] for id in ids if id in self._records]
 
     def count(self, filter: Filter | None = None) -> int:
         return len(self._matching(filter))

@@ -14,8 +14,15 @@ and ``not`` is the exact complement. Milvus' ``like`` has no escape
 character, so ``contains``/``icontains`` with a ``%`` or ``_`` in the value
 raise :class:`~memkit.FilterError`; every other filter is exact.
 
-``list`` sorts the matching ids and creation times (Milvus queries have no
-order) and fetches one page. Every operation is written once, as a generator
+A page in id order is one query: the filter and ``id > cursor``, a limit of
+one page and one, and pymilvus' ``iterator`` flag, with which Milvus (Lite
+too) returns the rows in primary-key order, so one page crosses the wire.
+Milvus Lite (3.x, a Python engine) still evaluates the filter over the whole
+collection, and row by row over its in-memory segment (up to 128 MB, the
+writes since the last flush), so a page there costs in proportion to the
+collection, with a smaller constant. Newest-first pages have no engine order
+(Lite ignores ``order_by_fields``): the matching ids and creation times are
+fetched and sorted here. Every operation is written once, as a generator
 of client calls (``lambda c: c.upsert(...)``); the sync driver runs them on
 ``MilvusClient``. On a server the async driver awaits them on
 ``AsyncMilvusClient`` (made on first async use; ``aopen`` runs in a worker
@@ -251,7 +258,11 @@ class MilvusStore(SwitchableStore):
     def _list(
         self, filter: Filter | None, limit: int, cursor: str | None, order: Order
     ) -> Op[tuple[builtins.list[Record], str | None]]:
-        # A query without a limit returns every match; Milvus has no order, so sort here.
+        if limit <= 0:
+            return [], None
+        if order == "id":
+            return (yield from self._page_in_id_order(filter, limit, cursor))
+        # A query without a limit returns every match, in no order: sort here.
         where = self._where(filter)
         rows = yield (lambda c: c.query(collection_name=self._live, filter=where,
                                         output_fields=["id", "created_at"]))
@@ -265,6 +276,17 @@ class MilvusStore(SwitchableStore):
                                        output_fields=_FIELDS))
         by_id = {entity["id"]: _record(entity) for entity in found}
         return [by_id[r.id] for r in wanted if r.id in by_id], next_cursor
+
+    def _page_in_id_order(self, filter: Filter | None, limit: int,
+                          cursor: str | None) -> Op[tuple[builtins.list[Record], str | None]]:
+        where = self._where(filter)
+        if cursor is not None:
+            where = f"({where}) and id > {literal(cursor)}"
+        # the flag pymilvus' own query iterator sets: rows in primary-key order
+        rows = yield (lambda c: c.query(collection_name=self._live, filter=where,
+                                        limit=limit + 1, output_fields=_FIELDS, iterator="True"))
+        page = [_record(row) for row in rows[:limit]]
+        return page, (page[-1].id if len(rows) > limit else None)
 
     def _count(self, filter: Filter | None) -> Op[int]:
         where = self._where(filter)

@@ -59,6 +59,7 @@ from memkit._imports import require
 from memkit._time import to_datetime
 from memkit.stores._driven import arun_calls, run_calls
 from memkit.stores._generations import SwitchableStore
+from memkit.stores._sorted import Page, SortedKeys, Walk, walk
 from memkit.stores.base import Hit, Order, Record, Vector, cosine_to_score, page_after
 
 if TYPE_CHECKING:
@@ -299,6 +300,9 @@ class QdrantStore(SwitchableStore):
         self._marked = False
         # qdrant-client's local mode is not thread-safe; a server client is.
         self._client_lock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+        #: local mode: the sorted keys of each collection, once a page was listed (shared
+        #: with the shadow stores of re-embedding, which write other collections)
+        self._sorted: dict[str, SortedKeys] = {}
         self.local = url is None and host is None
         if self.local:
             if path is None or path == ":memory:":
@@ -372,8 +376,14 @@ class QdrantStore(SwitchableStore):
         self._marked = shadow._marked
 
     def _drop(self, name: str) -> Op[None]:
+        self._sorted.pop(name, None)
         if (yield (lambda c: c.collection_exists(collection_name=name))):
             yield (lambda c: c.delete_collection(collection_name=name))
+
+    def _keys_put(self, records: Sequence[Record]) -> None:
+        """Before a write: a key of a write that then fails only costs a page a lookup."""
+        if (keys := self._sorted.get(self._live)) is not None:
+            keys.put((r.id, r.created_at) for r in records)
 
     def _check(self, vector: Vector) -> None:
         if self._dimension is not None and vector.shape != (self._dimension,):
@@ -400,6 +410,7 @@ class QdrantStore(SwitchableStore):
 
     def _insert(self, records: Sequence[Record]) -> Op[None]:
         points = [self._point(r) for r in records]
+        self._keys_put(records)
         for start in range(0, len(points), _PAGE):
             chunk = points[start:start + _PAGE]
             yield (lambda c, chunk=chunk: c.upsert(  # type: ignore[misc]
@@ -417,6 +428,7 @@ class QdrantStore(SwitchableStore):
             yield from self._insert([record])
             return
         id = _point_id(record.id)
+        self._keys_put([record])
         yield (lambda c: c.overwrite_payload(collection_name=name, points=[id],
                                      payload=encode_payload(record), wait=True))
         terms = sparse_vector(record.memory)
@@ -432,11 +444,14 @@ class QdrantStore(SwitchableStore):
         if points:
             yield (lambda c: c.delete(collection_name=self._live,
                               points_selector=models.PointIdsList(points=points), wait=True))
+        if (keys := self._sorted.get(self._live)) is not None:  # after: a failed delete keeps them
+            keys.remove(ids)
 
     def _reset(self) -> Op[None]:
         yield (lambda c: c.delete(collection_name=self._live,
                           points_selector=models.FilterSelector(filter=models.Filter()),
                           wait=True))
+        self._sorted.pop(self._live, None)
 
     def _get(self, id: str) -> Op[Record | None]:
         points = yield (lambda c: c.retrieve(collection_name=self._live, ids=[_point_id(id)],
@@ -481,6 +496,11 @@ class QdrantStore(SwitchableStore):
     def _list(
         self, filter: Filter | None, limit: int, cursor: str | None, order: Order
     ) -> Op[tuple[list[Record], str | None]]:
+        if self.local:
+            if filter is not None:
+                translate(filter)  # what Qdrant cannot filter raises here as in a search
+            known = yield from self._keys()
+            return (yield from self._read(walk(known, filter, limit, cursor, order)))
         if order == "id" and self._marked:
             return (yield from self._page_in_id_order(filter, limit, cursor))
         # Collect the matching ids (and creation times), sort, fetch one page.
@@ -496,6 +516,27 @@ class QdrantStore(SwitchableStore):
                                              with_payload=True, with_vectors=False))
         by_id = {r.id: r for r in map(_record, points)}
         return [by_id[r.id] for r in wanted if r.id in by_id], next_cursor
+
+    def _keys(self) -> Op[SortedKeys]:
+        """Local mode: the collection's sorted keys, from one scan the first time."""
+        live = self._live
+        if live not in self._sorted:
+            points = yield from self._scan(None, ["id", "record.created_at"])
+            self._sorted.setdefault(live, SortedKeys(
+                (p.payload["id"], p.payload["record"]["created_at"]) for p in points))
+        return self._sorted[live]
+
+    def _read(self, pages: Walk) -> Op[Page]:
+        """Drive a page walk (:func:`memkit.stores._sorted.walk`) with retrieves by id."""
+        try:
+            ids = next(pages)
+            while True:
+                points = yield (lambda c: c.retrieve(
+                    collection_name=self._live, ids=[_point_id(i) for i in ids],  # noqa: B023
+                    with_payload=True, with_vectors=False))
+                ids = pages.send([_record(p) for p in points])
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
 
     def _page_in_id_order(
         self, filter: Filter | None, limit: int, cursor: str | None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -351,6 +352,62 @@ def test_list_newest_first_pages_by_creation_time_then_id(s: Driver, page_size: 
             if cursor is None:
                 break
         assert seen == wanted
+
+
+@pytest.mark.parametrize("page_size", [1, 9, 100])
+def test_list_pages_uuid_and_other_ids_in_id_order(s: Driver, page_size: int) -> None:
+    uuids = [str(uuid.UUID(int=int.from_bytes(hashlib.sha256(b"%d" % i).digest()[:16], "big")))
+             for i in range(150)]
+    others = ["0a-x", "fff", "fff-1", "ab", "abc", "g00", "zz", "é", "0", "~", "ABC"]
+    all_ids = uuids + others
+    s.insert([rec(id, metadata={"k": n % 3}) for n, id in enumerate(all_ids)])
+    assert ids(s.list_all(page_size=page_size)) == sorted(all_ids)
+    assert ids(s.list_all(f({"k": 1}), page_size=page_size)) == sorted(
+        id for n, id in enumerate(all_ids) if n % 3 == 1)
+    for cursor in ("0a", "80000000", "fff-0", "zzz", ""):  # cursors that are no record's id
+        page, _ = s.list(limit=page_size, cursor=cursor)
+        assert ids(page) == sorted(i for i in all_ids if i > cursor)[:page_size]
+
+
+@pytest.mark.parametrize("order", ["id", "newest"])
+def test_list_continues_from_the_cursor_after_writes_between_pages(s: Driver, order: Order) -> None:
+    def at(i: int, id: str, **fields: Any) -> Record:
+        created = to_iso(f"2024-05-01T12:{i // 60:02}:{i % 60:02}+00:00")
+        return replace(rec(id, **fields), created_at=created)
+
+    def key(r: Record) -> tuple[str, str]:
+        return (r.id, "") if order == "id" else (r.created_at, r.id)
+
+    live = {r.id: r for r in (at(i, f"k{i:03}", metadata={"even": i % 2 == 0}) for i in range(60))}
+    s.insert(list(live.values()))
+    for round, (scope, fits) in enumerate(((None, lambda r: True),
+                                           (f({"even": True}), lambda r: r.metadata["even"]))):
+        first, cursor = s.list(scope, limit=7, cursor=None, order=order)
+        assert cursor is not None
+        ranked = sorted((r for r in live.values() if fits(r)), key=key, reverse=order == "newest")
+        assert ids(first) == ids(ranked[:7])
+        # between pages: deletes on both sides of the cursor, inserts on both sides, and
+        # a record whose creation time moves it across the cursor
+        gone = [ranked[3].id, ranked[9].id, ranked[20].id]
+        s.delete(gone)
+        added = [at(5, f"k004-{round}", metadata={"even": True}),
+                 at(50, f"k050-{round}", metadata={"even": True})]
+        s.insert(added)
+        moved = replace(live[ranked[12].id], created_at=at(0, "x").created_at)
+        s.update(moved)
+        for id in gone:
+            live.pop(id)
+        live.update({r.id: r for r in [*added, moved]})
+        rest: list[Record] = []
+        while cursor is not None:
+            page, cursor = s.list(scope, limit=7, cursor=cursor, order=order)
+            assert len(page) <= 7
+            rest.extend(page)
+        last = key(first[-1])
+        after = [r for r in live.values() if fits(r)
+                 and (key(r) > last if order == "id" else key(r) < last)]
+        expected = sorted(after, key=key, reverse=order == "newest")
+        assert ids(rest) == ids(expected)
 
 
 def test_count_with_and_without_filter(s: Driver) -> None:
