@@ -23,7 +23,8 @@ class LLMConfig(_Section):
 
 
 class EmbedderConfig(_Section):
-    """``provider="local"`` (offline all-MiniLM-L6-v2) or ``"litellm"``."""
+    """``provider="local"`` (offline all-MiniLM-L6-v2), ``"e5"`` (offline
+    multilingual-e5-small, ``memkit-ai[e5]``) or ``"litellm"``."""
 
     provider: str = "local"
     config: dict[str, Any] = Field(default_factory=dict)

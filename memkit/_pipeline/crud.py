@@ -92,7 +92,7 @@ def search_flow(
     keyword_hits: list[Hit] = []
     if mode != "keyword":
         if vector is None:
-            [vector] = yield Embed((query,))
+            [vector] = yield Embed((query,), query=True)
         vector_hits = yield Search(vector, pool, filter)
     # Bounded first (a 100 KB query of one word becomes one term), then content words only:
     # a query of function words ("I") has no keyword evidence. Hybrid search also skips the
