@@ -63,7 +63,7 @@ class SearchSettings:
     vector_weight: float = 0.5
     keyword_weight: float = 0.5
     candidates: int = 100
-    temporal_weight: float = 0.2
+    temporal_weight: float = 0.3
     keyword_exponent: float = 2.0
     common_word_share: float = 0.25
 
