@@ -3,6 +3,7 @@
     python bench/locomo.py                      # turns + observations, 3 search modes
     python bench/locomo.py --data FILE --mode turns --search hybrid
     python bench/locomo.py --cross-validate     # + fusion weights chosen leaving one out
+    python bench/locomo.py --embedder e5        # the stronger embedder (memkit-ai[e5])
 
 Reads ../shared/data/locomo/locomo10-dev.json by default (non-commercial data:
 read in place, never copied). Prints the tables and writes
@@ -48,6 +49,8 @@ def main() -> None:
     parser.add_argument("--progress", action="store_true", help="report progress on stderr")
     parser.add_argument("--cross-validate", action="store_true",
                         help="choose the hybrid weights leaving one conversation out (turns)")
+    parser.add_argument("--embedder", default="local", choices=["local", "e5"],
+                        help="the embedder: local all-MiniLM-L6-v2 (default) or e5 (memkit-ai[e5])")
     parser.add_argument("--turn-by-turn", action="store_true",
                         help="one add per turn: no neighbouring-turn context (the old protocol)")
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/locomo.json")
@@ -60,7 +63,7 @@ def main() -> None:
         progress = Progress() if sys.stderr.isatty() or args.progress else None
         report = run_locomo(args.data, mode=mode, search=searches, progress=progress,
                             cross_validation=args.cross_validate and mode == "turns",
-                            dialogue=not args.turn_by_turn)
+                            dialogue=not args.turn_by_turn, embedder=args.embedder)
         print(format_report(report), flush=True)
         print()
         reports.append(report)

@@ -23,7 +23,8 @@ class LLMConfig(_Section):
 
 
 class EmbedderConfig(_Section):
-    """``provider="local"`` (offline all-MiniLM-L6-v2) or ``"litellm"``."""
+    """``provider="local"`` (offline all-MiniLM-L6-v2), ``"e5"`` (offline
+    multilingual-e5-small, ``memkit-ai[e5]``) or ``"litellm"``."""
 
     provider: str = "local"
     config: dict[str, Any] = Field(default_factory=dict)
@@ -65,13 +66,16 @@ class CustomPrompts(_Section):
 class SearchConfig(_Section):
     mode: Literal["hybrid", "vector", "keyword"] | None = None
     # The defaults were chosen by cross-validation on LoCoMo (docs/benchmarks.md).
-    vector_weight: float = Field(default=0.6, ge=0)
-    keyword_weight: float = Field(default=0.4, ge=0)
+    vector_weight: float = Field(default=0.5, ge=0)
+    keyword_weight: float = Field(default=0.5, ge=0)
     candidates: int = Field(default=100, ge=1)
     keyword_exponent: float = Field(default=2.0, gt=0)
     """Above 1, weak keyword matches lift a memory less than the best ones (docs/pipeline.md)."""
-    temporal_weight: float = Field(default=0.2, ge=0, le=1)
+    temporal_weight: float = Field(default=0.3, ge=0, le=1)
     """How much a query asking *when* raises memories that say when (docs/pipeline.md)."""
+    common_word_share: float = Field(default=0.25, gt=0, le=1)
+    """Hybrid search skips query words found in more than this share of its vector
+    candidates (1 keeps every word; docs/pipeline.md)."""
 
 
 class LifecycleConfig(_Section):

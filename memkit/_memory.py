@@ -147,7 +147,8 @@ class _Shell:
         self._search_settings = SearchSettings(cfg.search.mode, cfg.search.vector_weight,
                                       cfg.search.keyword_weight, cfg.search.candidates,
                                       cfg.search.temporal_weight,
-                                      cfg.search.keyword_exponent)
+                                      cfg.search.keyword_exponent,
+                                      cfg.search.common_word_share)
         #: what "now" is (a test passes a clock it moves)
         self._clock = clock or utcnow
         life = cfg.lifecycle

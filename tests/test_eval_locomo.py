@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +80,20 @@ def test_turn_by_turn_and_dialogue_store_the_same_memories(data: Path) -> None:
     turns = run_locomo(data, search="keyword", memory_factory=_memory, dialogue=False)
     assert dialogue["memories"] == turns["memories"]
     assert dialogue["runs"]["keyword"]["paper_overall"] == turns["runs"]["keyword"]["paper_overall"]
+
+
+def test_the_command_evaluates_the_embedder_it_is_given_in_a_throwaway_store(
+    data: Path, tmp_path: Path
+) -> None:
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMKIT_")}
+    env |= {"HOME": str(tmp_path / "home"), "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-m", "memkit.cli", "eval", "locomo", "--data", str(data),
+         "--embedder", "hash", "--search", "vector", "--json"],
+        capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["embedder"] == HashEmbedder().model_name
+    assert report["runs"]["vector"]["questions"] == 6
+    assert not (tmp_path / "home").exists()  # nothing written to the user's memory

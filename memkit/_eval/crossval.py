@@ -32,16 +32,18 @@ class Setting:
     candidates: int = _DEFAULT.candidates
     keyword_exponent: float = _DEFAULT.keyword_exponent
     temporal_weight: float = _DEFAULT.temporal_weight
+    common_word_share: float = _DEFAULT.common_word_share
 
     @property
     def label(self) -> str:
         return (f"v{self.vector_weight:g}/k{self.keyword_weight:g}/c{self.candidates}"
-                f"/e{self.keyword_exponent:g}/t{self.temporal_weight:g}")
+                f"/e{self.keyword_exponent:g}/t{self.temporal_weight:g}/s{self.common_word_share:g}")
 
     def config(self) -> dict[str, Any]:
         return {"vector_weight": self.vector_weight, "keyword_weight": self.keyword_weight,
                 "candidates": self.candidates, "keyword_exponent": self.keyword_exponent,
-                "temporal_weight": self.temporal_weight}
+                "temporal_weight": self.temporal_weight,
+                "common_word_share": self.common_word_share}
 
 
 def _grid() -> tuple[Setting, ...]:
@@ -51,7 +53,8 @@ def _grid() -> tuple[Setting, ...]:
     settings = [Setting(vector, round(1.0 - vector, 2), candidates)
                 for vector in (0.7, 0.6, 0.5, 0.4) for candidates in (100, 200)]
     settings += [Setting(*weights, keyword_exponent=e) for e in (1.0, 3.0)]
-    settings += [Setting(*weights, temporal_weight=t) for t in (0.0, 0.1, 0.3)]
+    settings += [Setting(*weights, temporal_weight=t) for t in (0.0, 0.2, 0.4)]
+    settings += [Setting(*weights, common_word_share=s) for s in (0.2, 0.3, 0.5, 1.0)]
     return tuple(dict.fromkeys(settings))
 
 
@@ -112,13 +115,13 @@ def format_cross_validation(result: dict[str, Any]) -> str:
     settings = result["settings"]
     conversations = [c for c in next(iter(settings.values())) if c != "pooled"]
     lines = [f"cross-validation ({result['metric']}, leave one conversation out)",
-             f"{'setting':<20}" + "".join(f"{c:>10}" for c in conversations) + f"{'pooled':>10}"]
+             f"{'setting':<26}" + "".join(f"{c:>10}" for c in conversations) + f"{'pooled':>10}"]
     for label, row in settings.items():
-        lines.append(f"{label:<20}" + "".join(f"{row[c]:10.1f}" for c in conversations)
+        lines.append(f"{label:<26}" + "".join(f"{row[c]:10.1f}" for c in conversations)
                      + f"{row['pooled']:10.1f}")
     lines.append("")
     for fold in result["folds"]:
-        lines.append(f"held out {fold['held_out']:<10} chosen {fold['chosen']:<18} "
+        lines.append(f"held out {fold['held_out']:<10} chosen {fold['chosen']:<26} "
                      f"training {fold['training_recall']:5.1f}  held out {fold['held_out_recall']:5.1f}")
     lines.append(f"held-out R@{METRIC_K}: mean {result['held_out_mean']:.1f}, "
                  f"sd {result['held_out_stdev']:.1f}, range {result['held_out_min']:.1f}"

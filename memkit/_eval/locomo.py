@@ -286,12 +286,13 @@ def _rank_key(pair: tuple[MemoryItem, list[str]]) -> tuple[float, int, int, str]
     return (-round(item.score or 0.0, 9), session, turn, item.memory)
 
 
-def default_memory() -> Memory:
-    """memkit's defaults (local embedder, SQLite store) in a throwaway in-RAM database."""
+def default_memory(embedder: str = "local") -> Memory:
+    """memkit's defaults (SQLite store, by default the local embedder) in a throwaway
+    in-RAM database; ``embedder``: the embedder provider (``"e5"``: the stronger one)."""
     from memkit._memory import Memory
 
     store = {"provider": "sqlite", "config": {"path": ":memory:"}}
-    return Memory.from_config({"vector_store": store})
+    return Memory.from_config({"vector_store": store, "embedder": {"provider": embedder}})
 
 
 class _TimedEmbedder(Embedder):
@@ -304,9 +305,15 @@ class _TimedEmbedder(Embedder):
         self.seconds = 0.0
 
     def embed(self, texts: Sequence[str]) -> Matrix:
+        return self._timed(self.inner.embed, texts)
+
+    def embed_query(self, texts: Sequence[str]) -> Matrix:
+        return self._timed(self.inner.embed_query, texts)
+
+    def _timed(self, embed: Callable[[Sequence[str]], Matrix], texts: Sequence[str]) -> Matrix:
         started = time.perf_counter()
         try:
-            return self.inner.embed(texts)
+            return embed(texts)
         finally:
             self.seconds += time.perf_counter() - started
 
@@ -332,6 +339,7 @@ def run_locomo(
     progress: Progress | None = None,
     cross_validation: bool = False,
     dialogue: bool = True,
+    embedder: str = "local",
 ) -> dict[str, Any]:
     """Ingest a LoCoMo file with ``mode`` and evaluate ``search`` (one mode or several).
 
@@ -340,12 +348,13 @@ def run_locomo(
     with its timings split into query embedding and the rest (store and fusion).
     ``cross_validation`` also chooses the hybrid fusion settings by leaving one
     conversation out at a time (:mod:`memkit._eval.crossval`). ``dialogue=False``
-    stores turn by turn, without the neighbouring turns' context.
+    stores turn by turn, without the neighbouring turns' context. ``embedder`` names the
+    embedder provider of the default memory (without ``memory_factory``).
     """
     path = Path(data_path) if data_path is not None else default_data_path()
     samples = load_samples(path)
     searches: list[SearchMode] = [search] if isinstance(search, str) else list(search)
-    base = (memory_factory or default_memory)()
+    base = memory_factory() if memory_factory else default_memory(embedder)
     timed = _TimedEmbedder(base.embedder)
     memory = _view(base, timed)
     try:
@@ -376,6 +385,7 @@ def run_locomo(
         "conversations": [str(s["sample_id"]) for s in samples],
         "mode": mode,
         "dialogue": dialogue,
+        "embedder": base.embedder.model_name,
         "memories": stored,
         "ingest_seconds": ingest_seconds,
         "ingest_embedding_seconds": ingest_embedding,
@@ -387,7 +397,8 @@ def run_locomo(
 def format_report(report: dict[str, Any]) -> str:
     """A plain-text table per search mode: recall@k, hit@k and MRR by category."""
     lines = [f"LoCoMo {report['mode']}: {len(report['conversations'])} conversations, "
-             f"{report['memories']} memories, {report['data']}",
+             f"{report['memories']} memories, {report['data']}, embedder "
+             f"{report.get('embedder', '?')}",
              f"ingest {report['ingest_seconds']:.1f} s (embedding "
              f"{report['ingest_embedding_seconds']:.1f} s, the rest store writes)"]
     header = "  ".join(f"R@{k:<3}" for k in KS) + "  " + "  ".join(f"H@{k:<3}" for k in KS)

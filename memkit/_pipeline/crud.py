@@ -38,7 +38,7 @@ from memkit._pipeline.inputs import (
     text_hash,
     text_of,
 )
-from memkit._pipeline.keywords import keyword_query
+from memkit._pipeline.keywords import distinctive, keyword_terms
 from memkit._pipeline.lifecycle import Lifecycle, confidence_of, note_flow, rank
 from memkit._pipeline.task_fields import STATUS_PREFIX, checked_update, status_change
 from memkit._pipeline.temporal import favour_dated
@@ -60,11 +60,12 @@ SearchMode = Literal["hybrid", "vector", "keyword"]
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
     mode: SearchMode | None = None
-    vector_weight: float = 0.6
-    keyword_weight: float = 0.4
+    vector_weight: float = 0.5
+    keyword_weight: float = 0.5
     candidates: int = 100
-    temporal_weight: float = 0.2
+    temporal_weight: float = 0.3
     keyword_exponent: float = 2.0
+    common_word_share: float = 0.25
 
 
 def search_flow(
@@ -91,13 +92,17 @@ def search_flow(
     keyword_hits: list[Hit] = []
     if mode != "keyword":
         if vector is None:
-            [vector] = yield Embed((query,))
+            [vector] = yield Embed((query,), query=True)
         vector_hits = yield Search(vector, pool, filter)
     # Bounded first (a 100 KB query of one word becomes one term), then content words only:
-    # a query of function words ("I") has no keyword evidence.
-    terms = keyword_query(bounded_words(query)) if mode != "vector" else None
-    if terms is not None:
-        keyword_hits = yield KeywordSearch(terms, pool, filter)
+    # a query of function words ("I") has no keyword evidence. Hybrid search also skips the
+    # words most of its vector candidates share (a name in every turn of a conversation).
+    terms = keyword_terms(bounded_words(query)) if mode != "vector" else []
+    if mode == "hybrid":
+        terms = distinctive(terms, [h.record.memory for h in vector_hits],
+                            settings.common_word_share)
+    if terms:
+        keyword_hits = yield KeywordSearch(" ".join(terms), pool, filter)
     if mode == "hybrid":
         hits = fuse(vector_hits, keyword_hits, vector_weight=settings.vector_weight,
                     keyword_weight=settings.keyword_weight, limit=pool,

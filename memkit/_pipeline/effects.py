@@ -28,10 +28,12 @@ class Complete:
 @dataclass(frozen=True, slots=True)
 class Embed:
     """-> float32 matrix, one normalised row per text (by ``embedder``: by default the
-    configured one)"""
+    configured one); ``query``: the texts are search queries, which an asymmetric model
+    (e5) embeds differently from what is stored"""
 
     texts: tuple[str, ...]
     embedder: Embedder | None = None
+    query: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,7 +99,7 @@ def graph_search_flow(search: SearchGiven, query: str, scope: GraphScope,
     relations came from join the ranking (module docstring) and the result carries the
     relations."""
     query = query_of(query)
-    [vector] = yield Embed((query,))
+    [vector] = yield Embed((query,), query=True)
     result = yield from search(vector)
     names = named_in(query)
     found: dict[str, str] = (yield GraphCall("resolve", (scope, names))) if names else {}

@@ -14,11 +14,17 @@ inside a sentence.
     '2023 05 07 may 7'
     >>> keyword_query("I") is None
     True
+
+A content word can still be common in one memory: in a conversation between
+Jon and Gina, "Jon" is in most turns, and a keyword hit on it says nothing
+about the question. Hybrid search therefore also drops the words found in more
+than a share of the memories its vector half returned (:func:`distinctive`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 MONTHS = (
     "january", "february", "march", "april", "may", "june",
@@ -69,6 +75,26 @@ def keyword_terms(query: str) -> list[str]:
 def keyword_query(query: str) -> str | None:
     """The text handed to a store's keyword search, or ``None`` when nothing is left."""
     return " ".join(keyword_terms(query)) or None
+
+
+#: the fewest candidates from which a word's share among them is taken as evidence
+MIN_SAMPLE = 20
+_WORD = re.compile(r"[^\W_]+")
+
+
+def distinctive(terms: Sequence[str], texts: Sequence[str], share: float) -> list[str]:
+    """The terms found in at most ``share`` of ``texts``, in order; all of them when
+    ``texts`` are too few to tell (fewer than :data:`MIN_SAMPLE`) or ``share`` is 1.
+
+        >>> texts = ["Jon: I lost my job", "Gina: Jon, sorry!"] + ["Jon: dance"] * 18
+        >>> distinctive(["jon", "job"], texts, 0.3)
+        ['job']
+    """
+    if share >= 1 or len(texts) < MIN_SAMPLE:
+        return list(terms)
+    words = [frozenset(_WORD.findall(text.lower())) for text in texts]
+    limit = share * len(texts)
+    return [t for t in terms if sum(t in w for w in words) <= limit]
 
 
 def _expand(word: str, sentence_start: bool) -> list[str]:

@@ -106,10 +106,10 @@ class Runtime:
             case Complete(request):
                 return Job(lambda: self.llm.complete(request),
                            lambda: self.llm.acomplete(request), store=False)
-            case Embed(texts, embedder):
+            case Embed(texts, embedder, query):
                 by = embedder or self.embedder
-                return Job(lambda: self._embed(texts, by), lambda: self._aembed(texts, by),
-                           store=False)
+                return Job(lambda: self._embed(texts, by, query),
+                           lambda: self._aembed(texts, by, query), store=False)
             case UseEmbedder(embedder):
                 return _local(lambda: setattr(self, "embedder", embedder))
             case NoteAccess(records, at, useful):
@@ -203,12 +203,13 @@ class Runtime:
         await asyncio.to_thread(self.llm.close)
 
     # -- shared ----------------------------------------------------------
-    def _embed(self, texts: Sequence[str], embedder: Embedder) -> Matrix:
-        return _checked(texts, embedder.embed(texts) if texts else None, embedder.dimension)
+    def _embed(self, texts: Sequence[str], embedder: Embedder, query: bool) -> Matrix:
+        embed = embedder.embed_query if query else embedder.embed
+        return _checked(texts, embed(texts) if texts else None, embedder.dimension)
 
-    async def _aembed(self, texts: Sequence[str], embedder: Embedder) -> Matrix:
-        return _checked(texts, await embedder.aembed(texts) if texts else None,
-                        embedder.dimension)
+    async def _aembed(self, texts: Sequence[str], embedder: Embedder, query: bool) -> Matrix:
+        embed = embedder.aembed_query if query else embedder.aembed
+        return _checked(texts, await embed(texts) if texts else None, embedder.dimension)
 
 
 def _checked(texts: Sequence[str], rows: object, dimension: int) -> Matrix:

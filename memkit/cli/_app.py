@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
@@ -142,7 +143,7 @@ def _root(
     store: Annotated[str | None, typer.Option(
         help="Vector store provider: sqlite, memory, qdrant, chroma, pgvector.")] = None,
     path: Annotated[str | None, typer.Option(help="The sqlite store's file.")] = None,
-    embedder: Annotated[str | None, typer.Option(help="Embedder provider: local, litellm.")
+    embedder: Annotated[str | None, typer.Option(help="Embedder provider: local, e5, litellm.")
                         ] = None,
     llm_model: Annotated[str | None, typer.Option(
         "--llm-model", help="Any litellm model string, e.g. ollama/llama3.1.")] = None,
@@ -514,6 +515,8 @@ def eval_locomo(
     cross_validate: Annotated[bool, typer.Option(
         "--cross-validate", help="Also choose the hybrid weights leaving one conversation out.",
     )] = False,
+    embedder: Annotated[str | None, typer.Option(
+        "--embedder", help="Embedder provider: local (default) or e5 (memkit-ai[e5]).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Retrieval recall on LoCoMo: ingest with infer=False, then search every question."""
@@ -525,7 +528,9 @@ def eval_locomo(
 
     searches = search_mode or ["hybrid"]
     settings = _settings(ctx)
-    custom = any((settings.config, settings.store, settings.path, settings.embedder))
+    if embedder is not None:
+        settings = replace(settings, embedder=embedder)
+    custom = any((settings.config, settings.store, settings.path))
 
     def factory() -> Memory:
         return Memory(memory_config(settings.resolve()))
@@ -541,7 +546,8 @@ def eval_locomo(
         try:
             report = run_locomo(data, mode=mode, search=searches,  # type: ignore[arg-type]
                                 memory_factory=factory if custom else None, progress=advance,
-                                cross_validation=cross_validate)
+                                cross_validation=cross_validate,
+                                embedder=settings.embedder or "local")
         except (MemkitError, OSError, ValueError, ImportError) as exc:
             fail(str(exc))
     _emit(report, as_json, lambda: print(format_report(report)))

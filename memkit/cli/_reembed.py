@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from memkit.embeddings.base import Embedder
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
+E5_MODEL = "multilingual-e5-small-q4"
 
 
 def embedder_section(model: str, provider: str | None, dimensions: int | None) -> dict[str, Any]:
@@ -22,7 +23,11 @@ def embedder_section(model: str, provider: str | None, dimensions: int | None) -
     name, else a litellm model string (``provider`` overrides the guess)."""
     if not model.strip():
         raise ConfigError("--model needs a model name, e.g. text-embedding-3-small")
-    chosen = provider or ("local" if model == LOCAL_MODEL else "litellm")
+    chosen = provider or {LOCAL_MODEL: "local", E5_MODEL: "e5"}.get(model, "litellm")
+    if chosen == "e5":
+        if model != E5_MODEL or dimensions not in (None, 384):
+            raise ConfigError(f"the e5 embedder has one model, {E5_MODEL} (384 dimensions)")
+        return {"provider": "e5", "config": {}}
     if chosen == "local":
         if model != LOCAL_MODEL or dimensions not in (None, 384):
             raise ConfigError(f"the local embedder has one model, {LOCAL_MODEL} (384 dimensions)")
@@ -32,7 +37,7 @@ def embedder_section(model: str, provider: str | None, dimensions: int | None) -
         return {"provider": "litellm", "config": {"model": model, **extra}}
     if chosen == "hash":  # memkit.testing's embedder: offline scripts and tests
         return {"provider": "hash", "config": {"model_name": model, "dimension": dimensions or 256}}
-    raise ConfigError(f"unknown embedder provider {chosen!r}; choose local or litellm")
+    raise ConfigError(f"unknown embedder provider {chosen!r}; choose local, e5 or litellm")
 
 
 def _embedder(section: dict[str, Any]) -> Embedder:
@@ -41,6 +46,10 @@ def _embedder(section: dict[str, Any]) -> Embedder:
         from memkit.embeddings.local import LocalEmbedder
 
         return LocalEmbedder()
+    if section["provider"] == "e5":
+        from memkit.embeddings.e5 import E5Embedder
+
+        return E5Embedder()
     if section["provider"] == "litellm":
         from memkit.embeddings.litellm import LiteLLMEmbedder
 
@@ -53,10 +62,10 @@ def _embedder(section: dict[str, Any]) -> Embedder:
 def reembed(
     ctx: typer.Context,
     model: Annotated[str, typer.Option(
-        "--model", "-m", help=f"The new embedding model: {LOCAL_MODEL} (local) or any litellm "
-                              "embedding model string, e.g. text-embedding-3-small.")],
+        "--model", "-m", help=f"The new embedding model: {LOCAL_MODEL} (local), {E5_MODEL} (e5) "
+                              "or any litellm embedding model string, e.g. text-embedding-3-small.")],
     provider: Annotated[str | None, typer.Option(
-        help="local or litellm (default: local for the MiniLM model, else litellm).")] = None,
+        help="local, e5 or litellm (default: guessed from the model name).")] = None,
     dimensions: Annotated[int | None, typer.Option(
         min=1, help="Vector size, for models that take one (text-embedding-3-*).")] = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per embedding call.")] = 256,
@@ -73,7 +82,7 @@ def reembed(
     except ConfigError as exc:
         fail(str(exc))
     except ImportError as exc:
-        fail(_with_hint(exc, "local"))
+        fail(_with_hint(exc, section["provider"] if section["provider"] == "e5" else "local"))
 
     def progress(done: int, total: int) -> None:
         if not as_json:

@@ -40,6 +40,18 @@ class Embedder(ABC):
             object.__setattr__(self, "_batcher", batcher)  # a frozen dataclass can embed too
         return await batcher.embed(texts)
 
+    def embed_query(self, texts: Sequence[str]) -> Matrix:
+        """Search queries; an asymmetric model (e5) embeds them differently from what is
+        stored. The default is :meth:`embed`."""
+        return self.embed(texts)
+
+    async def aembed_query(self, texts: Sequence[str]) -> Matrix:
+        """Async :meth:`embed_query`: :meth:`aembed` unless ``embed_query`` is overridden,
+        then that in a worker thread."""
+        if type(self).embed_query is Embedder.embed_query:
+            return await self.aembed(texts)
+        return await asyncio.to_thread(self.embed_query, texts)
+
     def close(self) -> None:  # noqa: B027 - optional
         """Release resources."""
 
