@@ -665,6 +665,9 @@ class PgVectorStore(PoolOwner, DrivenStore):
                 sql.Literal(f"{wanted_kb}kB")))
         yield from self._create_secondary()
         yield self._create_hnsw()
+        # Fresh statistics: without them the planner may take the HNSW index for a
+        # search scoped to a few rows that the btree on the scope answers exactly.
+        yield Statement(sql.SQL("ANALYZE {t}").format(t=self._table))
 
     def _rebuilds(self, rows: int) -> Op[bool]:
         """Whether inserting ``rows`` rows should rebuild the HNSW index rather than grow it:
