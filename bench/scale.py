@@ -11,7 +11,9 @@ with synthetic 384-dimensional unit vectors through the store API (one
 ``insert`` call per ``--batch`` records, by default one per size step, as an
 import of a large export does; 1,000 memories per user), and at each size
 measures search latency (p50/p95) for ``--queries`` random query vectors:
-unscoped, and scoped to one user among many; "with query embedding" adds
+unscoped, scoped to one user among many, filtered on a metadata key that one
+record in ten matches, and both, each with its recall@10 against exact search over the
+same records (NumPy, in the benchmark process); "with query embedding" adds
 embedding a real question with the local embedder to each search; "list" is a
 page of 100 in id order from a random cursor ("list_newest" newest first from a
 cursor in the middle of the creation times, one a second; "list_scoped" in id
@@ -78,7 +80,8 @@ def open_store(name: str, workdir: str, args: argparse.Namespace) -> Any:
     elif name == "pgvector":
         from memkit.stores.pgvector import PgVectorStore
 
-        store = PgVectorStore(dsn=args.pg_dsn, collection_name=f"scale_{uuid.uuid4().hex[:8]}")
+        store = PgVectorStore(dsn=args.pg_dsn, collection_name=f"scale_{uuid.uuid4().hex[:8]}",
+                              ef_search=args.pg_ef_search[0])
     elif name == "milvus":
         from memkit.stores.milvus import MilvusStore
 
@@ -98,9 +101,39 @@ def unit(rng: np.random.Generator, n: int) -> np.ndarray:
     return block / np.linalg.norm(block, axis=1, keepdims=True)
 
 
+def searchers(name: str, store: Any, args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """The store, and for pgvector the same collection at each further ``--pg-ef-search``."""
+    found = [("", store)]
+    if name == "pgvector":
+        from memkit.stores.pgvector import PgVectorStore
+
+        for ef in args.pg_ef_search[1:]:
+            other = PgVectorStore(dsn=args.pg_dsn, collection_name=store.collection_name,
+                                  ef_search=ef)
+            other.open(DIM, "synthetic-unit-vectors")
+            found.append((f"@ef{ef}", other))
+    return found
+
+
+def exact_ids(vectors: np.ndarray, ids: np.ndarray, mask: np.ndarray | None,
+              query: np.ndarray, k: int = 10) -> set[str]:
+    """The ids of the ``k`` records nearest ``query`` among those ``mask`` keeps."""
+    pool, pool_ids = (vectors, ids) if mask is None else (vectors[mask], ids[mask])
+    scores = pool @ query
+    top = np.argpartition(-scores, min(k, len(scores) - 1))[:k]
+    return {str(i) for i in pool_ids[top]}
+
+
+def recall(store: Any, flt: Any, mask: np.ndarray | None, queries: np.ndarray,
+           vectors: np.ndarray, ids: np.ndarray) -> float:
+    found = [len({h.record.id for h in store.search(q, limit=10, filter=flt)}
+                 & exact_ids(vectors, ids, mask, q)) / 10 for q in queries]
+    return float(np.mean(found))
+
+
 def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
     """One store, in this process: fill to each size and measure."""
-    from memkit._filters import Condition
+    from memkit._filters import And, Condition
     from memkit._time import to_iso
     from memkit.embeddings.local import LocalEmbedder
     from memkit.stores.base import Record, cursor_of
@@ -113,9 +146,14 @@ def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
     rng = np.random.default_rng(11)
     queries = unit(np.random.default_rng(12), args.queries)
     scope = Condition(field="user_id", operator="eq", value="user-0")
+    topic = Condition(field="topic", operator="eq", value="t3")
+    filtered = {"unscoped": None, "scoped": scope, "metadata": topic,
+                "scoped_metadata": And(items=(scope, topic))}
     epoch = datetime(2024, 1, 1, tzinfo=UTC)
     filled, sizes = 0, {}
     cursors: list[Record] = []
+    blocks: list[np.ndarray] = []
+    all_ids: list[str] = []
     for size in sorted(args.sizes):
         start = time.perf_counter()
         while filled < size:
@@ -127,8 +165,11 @@ def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
                 records.append(Record(
                     id=str(uuid.uuid4()), memory=f"memory number {i} of user {i // 1000}",
                     hash=f"{i:032x}", created_at=created, updated_at=created,
-                    user_id=f"user-{i // args.per_user}", vector=vectors[j]))
+                    user_id=f"user-{i // args.per_user}", metadata={"topic": f"t{i % 10}"},
+                    vector=vectors[j]))
             store.insert(records)
+            blocks.append(vectors)
+            all_ids += [r.id for r in records]
             cursors += records[:: max(1, n // 20)]
             filled += n
         ingest_s = time.perf_counter() - start
@@ -136,10 +177,25 @@ def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
             "ingest_seconds": ingest_s,
             "ingest_per_s": size_delta(sizes, size) / ingest_s if ingest_s else None,
         }
+        vectors_so_far, ids = np.concatenate(blocks), np.array(all_ids)
+        blocks = [vectors_so_far]
+        numbers = np.arange(size)
+        in_scope, on_topic = numbers // args.per_user == 0, numbers % 10 == 3
+        masks = {"unscoped": None, "scoped": in_scope, "metadata": on_topic,
+                 "scoped_metadata": in_scope & on_topic}
+        for suffix, searcher in searchers(name, store, args):
+            for label, flt in filtered.items():
+                searcher.search(queries[0], limit=10, filter=flt)
+                row[label + suffix] = _timed([
+                    lambda q=q, f=flt, s=searcher: s.search(q, limit=10, filter=f)
+                    for q in queries], args.query_budget)
+                row[label + suffix]["recall_at_10"] = recall(
+                    searcher, flt, masks[label], queries[: args.recall_queries],
+                    vectors_so_far, ids)
+            if searcher is not store:
+                searcher.close()
         for label, flt in (("unscoped", None), ("scoped", scope)):
             store.search(queries[0], limit=10, filter=flt)
-            row[label] = _timed([lambda q=q, f=flt: store.search(q, limit=10, filter=f)
-                                 for q in queries], args.query_budget)
             row[f"{label}_embed"] = _timed([
                 lambda t=t, f=flt: store.search(embedder.embed([t])[0], limit=10, filter=f)
                 for t in questions], args.query_budget)
@@ -157,8 +213,9 @@ def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
         row["list_scoped"] = _timed([lambda c=c: store.list(scope, limit=100, cursor=c.id)
                                      for c in cursors[: args.queries]], args.query_budget)
         sizes[str(size)] = row
-        print(f"  {name} {size}: ingest {ingest_s:.1f} s, p50 unscoped "
-              f"{1000 * row['unscoped']['p50']:.2f} ms, scoped {1000 * row['scoped']['p50']:.2f} ms"
+        series = ", ".join(f"{k} {1000 * v['p50']:.2f} ms (recall {v['recall_at_10']:.3f})"
+                           for k, v in row.items() if isinstance(v, dict) and "recall_at_10" in v)
+        print(f"  {name} {size}: ingest {ingest_s:.1f} s, p50 {series}"
               f", list {1000 * row['list']['p50']:.2f} ms"
               f" (newest {1000 * row['list_newest']['p50']:.2f}, scoped"
               f" {1000 * row['list_scoped']['p50']:.2f})"
@@ -352,6 +409,10 @@ def main() -> None:
                         help="memories in the store when Memory.search is timed at size")
     parser.add_argument("--no-pipeline", action="store_true",
                         help="measure the stores only, not the real pipeline")
+    parser.add_argument("--recall-queries", type=int, default=20,
+                        help="queries whose recall@10 against exact search is measured")
+    parser.add_argument("--pg-ef-search", type=int, nargs="+", default=[40],
+                        help="pgvector's ef_search; each further value measures the searches again")
     parser.add_argument("--pg-dsn", default=os.environ.get("MEMKIT_TEST_PG_DSN"))
     parser.add_argument("--chroma-url", default=os.environ.get("MEMKIT_TEST_CHROMA_URL"),
                         help="a Chroma server for the chroma-server store")

@@ -33,12 +33,15 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 @dataclass(frozen=True, slots=True)
 class Statement:
     """One SQL statement; ``many`` runs it once per parameter set. A ``fallible`` statement
-    runs in a savepoint and its failure is answered with ``None`` instead of rows."""
+    runs in a savepoint and its failure is answered with ``None`` instead of rows. A
+    statement with ``copy_types`` is a ``COPY ... FROM STDIN (FORMAT BINARY)`` fed
+    ``params``, a list of rows whose values have those PostgreSQL types."""
 
     query: sql.SQL | sql.Composed
     params: Any = field(default_factory=dict)  # a dict, or a list of dicts when ``many``
     many: bool = False
     fallible: bool = False
+    copy_types: tuple[str, ...] = ()
 
 
 Op = Generator[Statement, Rows, T]
@@ -68,6 +71,11 @@ def drive(conn: psycopg.Connection[Any], op: Op[T]) -> T:
                         except psycopg.Error:
                             stmt = op.send(None)  # type: ignore[arg-type]
                             continue
+                    elif stmt.copy_types:
+                        with cur.copy(stmt.query) as copy:
+                            copy.set_types(list(stmt.copy_types))
+                            for row in stmt.params:
+                                copy.write_row(row)
                     elif stmt.many:
                         cur.executemany(stmt.query, stmt.params)
                     else:
@@ -93,6 +101,11 @@ async def adrive(conn: psycopg.AsyncConnection[Any], op: Op[T]) -> T:
                         except psycopg.Error:
                             stmt = op.send(None)  # type: ignore[arg-type]
                             continue
+                    elif stmt.copy_types:
+                        async with cur.copy(stmt.query) as acopy:
+                            acopy.set_types(list(stmt.copy_types))
+                            for row in stmt.params:
+                                await acopy.write_row(row)
                     elif stmt.many:
                         await cur.executemany(stmt.query, stmt.params)
                     else:

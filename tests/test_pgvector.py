@@ -18,13 +18,14 @@ import numpy as np
 import psycopg
 import pytest
 
+from memkit._errors import ConfigError
 from memkit._filters import condition, matches, parse_filter
 from memkit._models import HistoryRecord
 from memkit._pipeline.runtime import aapply_batch, apply_batch
 from memkit._time import to_iso
 from memkit.history.postgres import PostgresHistory
 from memkit.stores.base import Record, WriteBatch
-from memkit.stores.pgvector import BULK_ROWS, PgVectorStore, translate
+from memkit.stores.pgvector import BULK_ROWS, PgVectorStore, build_memory_kb, translate
 from tests.conftest import unique_name
 
 DIM = 16
@@ -98,6 +99,19 @@ def test_a_bulk_insert_rebuilds_the_index_unless_the_table_is_in_use(store: PgVe
         store.insert(more)  # cannot lock the table: grows the index instead, without waiting
     assert _hnsw_present(store) and store.count() == 2 * BULK_ROWS
     assert store.search(more[7].vector, limit=1)[0].record.id == more[7].id  # type: ignore[arg-type]
+
+
+def test_a_rebuild_asks_for_the_memory_its_graph_needs_within_the_cap() -> None:
+    million = build_memory_kb(1_000_000, 384, 65536, 4096)
+    assert 2_400_000 < million < 4096 * 1024  # about 2.3 kB a row is what pgvector holds
+    assert build_memory_kb(1_000_000, 384, 65536, 1024) == 1024 * 1024  # the cap
+    assert build_memory_kb(1_000, 384, 8 * 1024 * 1024, 4096) == 8 * 1024 * 1024  # the server's
+
+
+@pytest.mark.parametrize("ef_search", [0, 1001])
+def test_ef_search_out_of_range_is_a_config_error(pg_dsn: str, ef_search: int) -> None:
+    with pytest.raises(ConfigError, match="ef_search"):
+        PgVectorStore(pg_dsn, collection_name=unique_name("pgv"), ef_search=ef_search)
 
 
 def test_concurrent_applies_from_several_connections_do_not_duplicate(pg_dsn: str) -> None:

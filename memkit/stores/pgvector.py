@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
 import re
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
@@ -100,6 +101,9 @@ _MAX_HNSW_DIMENSIONS = 2000
 #: index after the rows are in (a build is several times faster than as many inserts)
 BULK_ROWS = 5000
 _MAX_EF_SEARCH = 1000
+#: what an HNSW build holds per row beside the vector (neighbour lists, element header)
+_GRAPH_BYTES_PER_ROW = 1024
+_BUILD_SLACK_KB = 65536
 _TS_CONFIG = "simple"  # no stemming and no stop words: memories come in every language
 _ISO_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'  # to_char() of memkit._time.to_iso
 _COLUMNS = sql.SQL(
@@ -108,6 +112,17 @@ _COLUMNS = sql.SQL(
     " memory_type, importance, confidence, access_count, last_accessed_at"
 )
 _RANK = 18  # the column after _COLUMNS in a ranked row
+#: the columns an insert writes, and their types for a binary COPY
+_INSERTED_AS = {
+    "id": "text", "embedding": "vector", "memory": "text", "hash": "text", "user_id": "text",
+    "agent_id": "text", "run_id": "text", "created_at": "timestamptz",
+    "updated_at": "timestamptz", "metadata": "jsonb", "folded": "jsonb",
+    "valid_from": "timestamptz", "valid_to": "timestamptz", "expires_at": "timestamptz",
+    "supersedes": "text", "memory_type": "text", "importance": "float8",
+    "confidence": "float8", "access_count": "int8", "last_accessed_at": "timestamptz",
+}
+_INSERTED = tuple(_INSERTED_AS)
+_INSERTED_TYPES = tuple(_INSERTED_AS.values())
 
 
 # -- filter translation --------------------------------------------------------
@@ -317,15 +332,20 @@ def _lowered(value: Any) -> Any:
     return None
 
 
+# The records of one insert mostly share their timestamps: each is parsed once.
+_iso = functools.lru_cache(maxsize=4096)(to_iso)
+_when = functools.lru_cache(maxsize=4096)(to_datetime)
+
+
 def folded(record: Record) -> dict[str, Any]:
     """Lower-cased strings of every field ``icontains`` can see (built-ins shadow metadata)."""
     view = {k: v for k, v in record.metadata.items() if k not in BUILTIN_FIELDS}
     view.update(
         memory=record.memory, hash=record.hash, user_id=record.user_id,
         agent_id=record.agent_id, run_id=record.run_id,
-        created_at=to_iso(record.created_at), updated_at=to_iso(record.updated_at),
+        created_at=_iso(record.created_at), updated_at=_iso(record.updated_at),
         supersedes=record.supersedes, memory_type=record.memory_type,
-        **{k: to_iso(getattr(record, k)) for k in _PERIOD_COLUMNS if getattr(record, k)},
+        **{k: _iso(getattr(record, k)) for k in _PERIOD_COLUMNS if getattr(record, k)},
     )
     out = {k: _lowered(v) for k, v in view.items()}
     return {k: v for k, v in out.items() if v is not None}
@@ -335,14 +355,20 @@ def _row_params(record: Record) -> dict[str, Any]:
     return {
         "id": record.id, "embedding": record.vector, "memory": record.memory,
         "hash": record.hash, "user_id": record.user_id, "agent_id": record.agent_id,
-        "run_id": record.run_id, "created_at": to_datetime(record.created_at),
-        "updated_at": to_datetime(record.updated_at), "metadata": Jsonb(record.metadata),
+        "run_id": record.run_id, "created_at": _when(record.created_at),
+        "updated_at": _when(record.updated_at), "metadata": Jsonb(record.metadata),
         "folded": Jsonb(folded(record)), "supersedes": record.supersedes,
         "memory_type": record.memory_type, "importance": record.importance,
         "confidence": record.confidence, "access_count": record.access_count,
-        **{k: None if getattr(record, k) is None else to_datetime(getattr(record, k))
+        **{k: None if getattr(record, k) is None else _when(getattr(record, k))
            for k in _PERIOD_COLUMNS},
     }
+
+
+def _row(record: Record) -> tuple[Any, ...]:
+    """The values of :data:`_INSERTED` for ``record``."""
+    params = _row_params(record)
+    return tuple(params[column] for column in _INSERTED)
 
 
 def _record(row: Sequence[Any]) -> Record:
@@ -357,6 +383,14 @@ def _record(row: Sequence[Any]) -> Record:
         access_count=access_count,
         last_accessed_at=None if last_accessed_at is None else to_iso(last_accessed_at),
     )
+
+
+def build_memory_kb(rows: int, dimension: int, setting_kb: int, cap_mb: int) -> int:
+    """The ``maintenance_work_mem`` (kB) an HNSW build of ``rows`` vectors asks for: what its
+    graph holds (pgvector notes when a build outgrows it), with room to spare, at most
+    ``cap_mb``, and never less than the server's own setting."""
+    needed_kb = rows * (4 * dimension + _GRAPH_BYTES_PER_ROW) // 1024 + _BUILD_SLACK_KB
+    return max(setting_kb, min(needed_kb, 1024 * cap_mb))
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -378,12 +412,17 @@ class PgVectorStore(PoolOwner, DrivenStore):
     native_async = True
 
     def __init__(
-        self, dsn: str | None = None, collection_name: str = "memkit", pool_size: int = 4
+        self, dsn: str | None = None, collection_name: str = "memkit", pool_size: int = 4,
+        max_build_memory_mb: int = 4096, ef_search: int = 40,
     ) -> None:
         super().__init__()
         self.dsn = resolve_dsn(dsn)
         self.collection_name = check_name(collection_name)
         self.pool_size = pool_size
+        self.max_build_memory_mb = max_build_memory_mb
+        if not 1 <= ef_search <= _MAX_EF_SEARCH:
+            raise ConfigError(f"ef_search {ef_search}: expected 1 to {_MAX_EF_SEARCH}")
+        self.ef_search = ef_search
         self._bind(collection_name)
         self._dimension: int | None = None
         self._iterative_scan = False
@@ -480,7 +519,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
         return str(rows[0][0])
 
     def _schema(self, dimension: int) -> Iterable[Statement]:
-        t, name = self._table, self._table_name
+        t = self._table
         yield Statement(sql.SQL(
             "CREATE TABLE IF NOT EXISTS {t} ("
             ' id text COLLATE "C" PRIMARY KEY,'
@@ -505,12 +544,22 @@ class PgVectorStore(PoolOwner, DrivenStore):
         ).format(t=t))
         if dimension <= _MAX_HNSW_DIMENSIONS:  # pgvector's HNSW limit for vector
             yield self._create_hnsw()
-        for column in (*_SCOPE_COLUMNS, "hash", "created_at", "updated_at", "valid_from",
-                       "valid_to", "expires_at", "supersedes", "memory_type"):
-            yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} ({c})").format(
-                i=sql.Identifier(f"{name}_{column}"), t=t, c=sql.Identifier(column)))
-        yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (fts)").format(
-            i=sql.Identifier(f"{name}_fts"), t=t))
+        yield from self._create_secondary()
+
+    def _secondary(self) -> list[tuple[sql.Identifier, sql.Composable]]:
+        """The btree and full-text indexes: each one's name and what it indexes."""
+        name = self._table_name
+        return [
+            *((sql.Identifier(f"{name}_{column}"), sql.SQL("({})").format(sql.Identifier(column)))
+              for column in (*_SCOPE_COLUMNS, "hash", "created_at", "updated_at", "valid_from",
+                             "valid_to", "expires_at", "supersedes", "memory_type")),
+            (sql.Identifier(f"{name}_fts"), sql.SQL("USING gin (fts)")),
+        ]
+
+    def _create_secondary(self) -> Iterable[Statement]:
+        for index, on in self._secondary():
+            yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} {on}").format(
+                i=index, t=self._table, on=on))
 
     def _create_hnsw(self) -> Statement:
         return Statement(sql.SQL(
@@ -588,25 +637,37 @@ class PgVectorStore(PoolOwner, DrivenStore):
             self._check_vector(record, required=True)
         if not records:
             return
+        rows = [_row(r) for r in records]  # before the table is locked
         rebuild = len(records) >= BULK_ROWS and (yield from self._rebuilds(len(records)))
-        if rebuild:
-            yield Statement(sql.SQL("DROP INDEX {i}").format(i=self._hnsw))
+        if rebuild:  # every index: a build from sorted rows beats as many inserts
+            indexes = [self._hnsw, *(index for index, _ in self._secondary())]
+            yield Statement(sql.SQL("DROP INDEX IF EXISTS {}").format(
+                sql.SQL(", ").join(indexes)))
         yield Statement(
-            sql.SQL(
-                "INSERT INTO {t} (id, embedding, memory, hash, user_id, agent_id, run_id,"
-                " created_at, updated_at, metadata, folded, valid_from, valid_to, expires_at,"
-                " supersedes, memory_type, importance, confidence, access_count,"
-                " last_accessed_at) VALUES (%(id)s, %(embedding)s,"
-                " %(memory)s, %(hash)s, %(user_id)s, %(agent_id)s, %(run_id)s,"
-                " %(created_at)s, %(updated_at)s, %(metadata)s, %(folded)s, %(valid_from)s,"
-                " %(valid_to)s, %(expires_at)s, %(supersedes)s, %(memory_type)s,"
-                " %(importance)s, %(confidence)s, %(access_count)s, %(last_accessed_at)s)"
-            ).format(t=self._table),
-            [_row_params(r) for r in records], many=True,
+            sql.SQL("COPY {t} ({c}) FROM STDIN (FORMAT BINARY)").format(
+                t=self._table, c=sql.SQL(", ").join(map(sql.Identifier, _INSERTED))),
+            rows, copy_types=_INSERTED_TYPES,
         )
         if rebuild:
-            yield Statement(sql.SQL("SET LOCAL maintenance_work_mem = '256MB'"))
-            yield self._create_hnsw()
+            yield from self._build_indexes()
+
+    def _build_indexes(self) -> Op[None]:
+        """Build every index in this transaction, the HNSW one with memory enough for its
+        graph: a build that outgrows ``maintenance_work_mem`` goes on page by page, many
+        times slower."""
+        (rows, memory_kb), = yield Statement(sql.SQL(
+            "SELECT count(*), (SELECT setting::bigint FROM pg_settings"
+            " WHERE name = 'maintenance_work_mem') FROM {t}").format(t=self._table))
+        assert self._dimension is not None
+        wanted_kb = build_memory_kb(rows, self._dimension, int(memory_kb), self.max_build_memory_mb)
+        if wanted_kb > int(memory_kb):
+            yield Statement(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(
+                sql.Literal(f"{wanted_kb}kB")))
+        yield from self._create_secondary()
+        yield self._create_hnsw()
+        # Fresh statistics: without them the planner may take the HNSW index for a
+        # search scoped to a few rows that the btree on the scope answers exactly.
+        yield Statement(sql.SQL("ANALYZE {t}").format(t=self._table))
 
     def _rebuilds(self, rows: int) -> Op[bool]:
         """Whether inserting ``rows`` rows should rebuild the HNSW index rather than grow it:
@@ -671,7 +732,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
             # order returns them nearly sorted, so they are sorted again below.
             yield Statement(sql.SQL("SET LOCAL hnsw.iterative_scan = relaxed_order"))
         yield Statement(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-            sql.Literal(min(max(limit, 40), _MAX_EF_SEARCH))))
+            sql.Literal(min(max(limit, self.ef_search), _MAX_EF_SEARCH))))
         query = sql.SQL(
             "SELECT {cols}, {d} AS distance FROM {t} WHERE {w} ORDER BY {d} LIMIT %(k)s"
         ).format(cols=_COLUMNS, d=distance, t=self._table, w=where)
@@ -856,4 +917,4 @@ class _Transaction:
         await self.store._switched(shadow).aclose()
 
 
-__all__ = ["META_TABLE", "PgVectorStore", "translate"]
+__all__ = ["META_TABLE", "PgVectorStore", "build_memory_kb", "translate"]
