@@ -15,6 +15,8 @@ A file that does not load, or whose header does not match, is discarded.
 from __future__ import annotations
 
 import contextlib
+import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -38,6 +40,11 @@ _BATCH = 256
 
 def usearch_index() -> type[Any] | None:
     """usearch's ``Index`` class, or None when usearch is not installed."""
+    if importlib.util.find_spec("onnxruntime") is not None:
+        # onnxruntime (1.32) crashes the process when its extension loads after
+        # usearch's (2.26), so the local embedder's runtime is loaded first
+        with contextlib.suppress(ImportError):
+            importlib.import_module("onnxruntime")
     try:
         from usearch.index import Index
     except ImportError:
