@@ -1,6 +1,6 @@
 """Can an HNSW index meet the SQLite store's 100k target? (BENCHMARKS.md §2)
 
-    pip install usearch           # not a memkit dependency: this probe decides whether it becomes one
+    pip install usearch           # or the local extra, which now brings it
     python bench/ann_probe.py     # 1k, 10k, 100k; random and structured vectors
     python bench/ann_probe.py --sizes 1000 10000 --data random
 
