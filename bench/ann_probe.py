@@ -1,6 +1,6 @@
 """Can an HNSW index meet the SQLite store's 100k target? (BENCHMARKS.md §2)
 
-    pip install usearch           # not a memkit dependency: this probe decides whether it becomes one
+    pip install usearch           # or the local extra, which now brings it
     python bench/ann_probe.py     # 1k, 10k, 100k; random and structured vectors
     python bench/ann_probe.py --sizes 1000 10000 --data random
 
@@ -51,6 +51,17 @@ def vectors(kind: str, rng: np.random.Generator, basis: np.ndarray, n: int) -> n
     return block / np.linalg.norm(block, axis=1, keepdims=True)
 
 
+def timed(store: Any, queries: np.ndarray, field: str = "id") -> tuple[list[float], list[set[str]]]:
+    """Seconds per unscoped search (limit 10), and the ``field`` of the hits of each."""
+    times, answers = [], []
+    for q in queries:
+        t = time.perf_counter()
+        hits = store.search(q, limit=10)
+        times.append(time.perf_counter() - t)
+        answers.append({getattr(h.record, field) for h in hits})
+    return times, answers
+
+
 def probe(kind: str, sizes: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:
     from usearch.index import Index
 
@@ -71,12 +82,7 @@ def probe(kind: str, sizes: list[int], args: argparse.Namespace) -> list[dict[st
                       for i in range(filled, size)])
         filled = size
         store.search(queries[0], limit=10)
-        exact, times = [], []
-        for q in queries:
-            t = time.perf_counter()
-            hits = store.search(q, limit=10)
-            times.append(time.perf_counter() - t)
-            exact.append({h.record.hash for h in hits})
+        times, exact = timed(store, queries, "hash")
         row: dict[str, Any] = {"data": kind, "size": size, "exact_p50": median(times),
                                "exact_p95": percentile(times, 95), "hnsw": []}
         index = Index(ndim=DIM, metric="cos", dtype="i8", connectivity=args.connectivity,

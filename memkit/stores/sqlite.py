@@ -42,6 +42,7 @@ from memkit._filters import (
     check_field_name,
 )
 from memkit.history.sqlite import SQLiteConnection, SQLiteHistory, check_identifier
+from memkit.stores._ann import Feed, Graph, usearch_index
 from memkit.stores._generations import next_generation
 from memkit.stores.base import (
     LIFECYCLE_FIELDS,
@@ -71,6 +72,11 @@ _ADDED_COLUMNS = {**{k: "TEXT" for k in TEMPORAL_FIELDS}, "memory_type": "TEXT",
                   "importance": "REAL", "confidence": "REAL", "access_count": "INTEGER",
                   "last_accessed_at": "TEXT"}
 _SELECT = ", ".join(_RECORD_COLUMNS)
+#: live rows from which unscoped searches use the HNSW graph (``ann_threshold``)
+ANN_THRESHOLD = 20_000
+# The graph is asked for max(_ANN_MIN_CANDIDATES, _ANN_FACTOR * limit) keys to re-rank.
+_ANN_MIN_CANDIDATES = 100
+_ANN_FACTOR = 10
 # The change log is trimmed to its newest _LOG_KEEP entries once it exceeds _LOG_MAX.
 _LOG_MAX = 100_000
 _LOG_KEEP = 50_000
@@ -381,6 +387,11 @@ def _unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 class SQLiteStore(VectorStore):
     """Records, vectors, a full-text index and the history in one SQLite file.
 
+    Unscoped, unfiltered searches over ``ann_threshold`` live rows or more use an
+    HNSW graph (usearch, when installed) built in a background thread and saved
+    beside the file; its candidates are re-ranked exactly. ``ann_threshold=None``
+    (or 0) keeps every search exact.
+
     >>> store = SQLiteStore(":memory:")
     >>> store.open(dimension=384, model="all-MiniLM-L6-v2")
     """
@@ -388,9 +399,19 @@ class SQLiteStore(VectorStore):
     provider: ClassVar[str] = "sqlite"
     supports_keyword: ClassVar[bool] = True
 
-    def __init__(self, path: str = "~/.memkit/memkit.db", collection_name: str = "memkit") -> None:
+    def __init__(
+        self, path: str = "~/.memkit/memkit.db", collection_name: str = "memkit",
+        ann_threshold: int | None = ANN_THRESHOLD,
+    ) -> None:
         super().__init__()
         self.collection_name = check_identifier(collection_name, "collection name")
+        if ann_threshold is not None and (
+            isinstance(ann_threshold, bool) or not isinstance(ann_threshold, int)
+            or ann_threshold < 0
+        ):
+            raise ConfigError(f"ann_threshold must be a non-negative integer or None,"
+                              f" got {ann_threshold!r}")
+        self._ann_threshold = ann_threshold or None
         self._db = SQLiteConnection(path)
         self._db.create_function(LOWER_FUNCTION, 1, _lower)
         self._history: SQLiteHistory | None = None
@@ -404,6 +425,9 @@ class SQLiteStore(VectorStore):
         self._last_change = 0
         self._seen_version: int | None = None
         self._dirty = True
+        self._log_floor = 0
+        self._ann_class = usearch_index() if self._ann_threshold else None
+        self._graph: Graph | None = None
         with self._write() as conn:
             conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {_META} (name TEXT PRIMARY KEY,"
@@ -507,7 +531,16 @@ class SQLiteStore(VectorStore):
         self._dimension = dimension
 
     def close(self) -> None:
+        self._close_graph()
         self._db.close()
+
+    def _close_graph(self, *, forget: bool = False) -> None:
+        """Stop the graph's thread; ``forget``: its tables are gone, so is its file."""
+        graph, self._graph = self._graph, None
+        if graph is not None:
+            graph.close(save=not forget)
+            if forget:
+                graph.discard_file()
 
     # -- re-embedding ------------------------------------------------------------------
     def shadow(self, dimension: int, model: str) -> SQLiteStore:
@@ -526,6 +559,7 @@ class SQLiteStore(VectorStore):
         store = SQLiteStore.__new__(SQLiteStore)
         VectorStore.__init__(store)
         store.collection_name, store._db, store._history = collection_name, self._db, None
+        store._ann_threshold = self._ann_threshold
         store._setup()
         return store
 
@@ -540,6 +574,8 @@ class SQLiteStore(VectorStore):
                 " WHERE name = ?", (dimension, model, floor, shadow._tables, self.collection_name))
             conn.execute(f"DELETE FROM {_META} WHERE name = ?", (shadow.collection_name,))
             _drop_tables(conn, self._tables)
+        self._close_graph(forget=True)
+        shadow._close_graph()  # saved under the tables this store now binds, then loaded
         self._bind(shadow._tables)
         self._dimension, self._index, self._last_change, self._dirty = dimension, None, 0, True
 
@@ -548,6 +584,7 @@ class SQLiteStore(VectorStore):
         with self._write() as conn:
             _drop_tables(conn, shadow._tables)
             conn.execute(f"DELETE FROM {_META} WHERE name = ?", (shadow.collection_name,))
+        shadow._close_graph(forget=True)
 
     def history(self) -> SQLiteHistory:
         """The history log in this file, written in the same transactions as the records."""
@@ -674,7 +711,9 @@ class SQLiteStore(VectorStore):
                         f"SELECT seq FROM {self._records} WHERE {where}", params
                     ).fetchall()
                     positions = index.positions(np.array([r[0] for r in rows], np.int64))
-                seqs, sims = index.top(query, limit, positions)
+                    seqs, sims = index.top(query, limit, positions)
+                else:
+                    seqs, sims = self._unscoped(conn, index, query, limit)
                 records = self._by_seq(conn, seqs.tolist())
         return [
             Hit(records[s], _score(float(sim)))
@@ -772,8 +811,63 @@ class SQLiteStore(VectorStore):
             if gone:
                 index.remove(np.array(gone, np.int64))
         self._last_change = max(floor, self._log_bounds(conn)[1])
+        self._log_floor = floor
         self._index, self._seen_version, self._dirty = index, version, False
         return index
+
+    # -- the graph -------------------------------------------------------------------
+    def _unscoped(
+        self, conn: sqlite3.Connection, index: _VectorIndex, query: Vector, limit: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The exact top ``limit``, from the graph's candidates plus the rows changed since
+        it was fed, re-ranked with the matrix; exact over all rows when that cannot be."""
+        graph = self._fed_graph(conn, index)
+        live = index.size - index.dead
+        if graph is None or not graph.ready or graph.covered < self._log_floor:
+            return index.top(query, limit)
+        rows = conn.execute(
+            f"SELECT DISTINCT rec FROM {self._changes} WHERE seq > ?", (graph.covered,)
+        ).fetchall()
+        if 4 * len(rows) > live:  # the graph is far behind: the product is cheaper
+            return index.top(query, limit)
+        keys = graph.candidates(query, max(_ANN_MIN_CANDIDATES, _ANN_FACTOR * limit))
+        changed = np.array([r[0] for r in rows], np.int64)
+        positions = index.positions(np.unique(np.concatenate([keys, changed])))
+        if len(positions) < min(limit, live):
+            return index.top(query, limit)
+        return index.top(query, limit, positions)
+
+    def _fed_graph(self, conn: sqlite3.Connection, index: _VectorIndex) -> Graph | None:
+        """The graph, sent the changes the matrix has and it lacks; None when not used."""
+        threshold = self._ann_threshold
+        if self._ann_class is None or threshold is None or index.size - index.dead < threshold:
+            return None
+        graph = self._graph
+        if graph is None:
+            path = None if self.path == ":memory:" else f"{self.path}.ann-{self._tables}"
+            graph = self._graph = Graph(self._ann_class, path, index.dimension, self._tables)
+            graph.start()
+        last = self._last_change
+        if graph.loading or (graph.fed == last and not graph.verify):
+            return graph
+        live = index.alive[: index.size]
+        seqs = index.seqs[: index.size][live]
+        if not self._log_floor <= graph.fed <= last:  # nothing fed, or a log it cannot follow
+            graph.verify = False
+            graph.feed(Feed(last, seqs, index.vectors[: index.size][live],
+                            np.empty(0, np.int64), full=True))
+            return graph
+        rows = conn.execute(
+            f"SELECT DISTINCT rec FROM {self._changes} WHERE seq > ? AND seq <= ?",
+            (graph.fed, last),
+        ).fetchall()
+        recs = np.array([r[0] for r in rows], np.int64)
+        pos = index._find(recs)
+        kept = pos >= 0
+        kept[kept] = index.alive[pos[kept]]
+        expect, graph.verify = (seqs.copy() if graph.verify else None), False
+        graph.feed(Feed(last, recs[kept], index.vectors[pos[kept]], recs[~kept], expect=expect))
+        return graph
 
     def _unpack(self, rows: list[Any]) -> npt.NDArray[np.float32]:
         dimension = self._dimension_or_fail()

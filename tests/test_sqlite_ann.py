@@ -1,0 +1,297 @@
+"""The SQLite store's HNSW graph: exact answers' top-k, persistence, and fallbacks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memkit._errors import ConfigError
+from memkit._filters import Condition
+from memkit.stores import _ann
+from memkit.stores.base import Record
+from memkit.stores.sqlite import SQLiteStore
+
+DIM = 48
+NOW = "2024-01-01T00:00:00+00:00"
+THRESHOLD = 500
+
+
+def clustered(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centers = np.random.default_rng(0).standard_normal((24, DIM)).astype(np.float32)
+    data = centers[rng.integers(0, len(centers), n)] + 0.35 * rng.standard_normal((n, DIM))
+    return (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
+
+
+def records(vectors: np.ndarray, start: int = 0) -> list[Record]:
+    return [
+        Record(id=str(uuid.uuid4()), memory=f"m{start + i}", hash=f"{start + i:032x}",
+               created_at=NOW, updated_at=NOW, user_id=f"u{(start + i) % 3}", vector=v)
+        for i, v in enumerate(vectors)
+    ]
+
+
+def filled(path: str, n: int = 1500, seed: int = 1, **options: int | None) -> SQLiteStore:
+    store = SQLiteStore(path, **options)  # type: ignore[arg-type]
+    store.open(DIM, "test")
+    store.insert(records(clustered(n, seed)))
+    return store
+
+
+def ready(store: SQLiteStore, query: np.ndarray) -> _ann.Graph:
+    """Search until the background thread has applied everything fed to the graph."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        store.search(query, limit=5)
+        graph = store._graph
+        if graph is not None and graph.ready and graph.covered == graph.fed and not graph.verify:
+            return graph
+        time.sleep(0.02)
+    raise AssertionError("the graph never caught up")
+
+
+def ids(store: SQLiteStore, query: np.ndarray, limit: int = 10) -> list[str]:
+    return [h.record.id for h in store.search(query, limit)]
+
+
+def recall(store: SQLiteStore, exact: SQLiteStore, queries: np.ndarray) -> float:
+    found = sum(len(set(ids(store, q)) & set(ids(exact, q))) for q in queries)
+    return found / (10 * len(queries))
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> str:
+    return str(tmp_path / "ann.db")
+
+
+@pytest.fixture
+def feeds(monkeypatch: pytest.MonkeyPatch) -> list[_ann.Feed]:
+    """Every feed sent to a graph, so tests can tell a rebuild from a catch-up."""
+    sent: list[_ann.Feed] = []
+    feed = _ann.Graph.feed
+
+    def spy(self: _ann.Graph, item: _ann.Feed) -> None:
+        sent.append(item)
+        feed(self, item)
+
+    monkeypatch.setattr(_ann.Graph, "feed", spy)
+    return sent
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many candidates each search asked of a graph: proof the graph served it."""
+    counts: list[int] = []
+    candidates = _ann.Graph.candidates
+
+    def spy(self: _ann.Graph, query: np.ndarray, count: int) -> np.ndarray:
+        counts.append(count)
+        return candidates(self, query, count)
+
+    monkeypatch.setattr(_ann.Graph, "candidates", spy)
+    return counts
+
+
+def test_graph_answers_match_exact_search(path: str, asked: list[int]) -> None:
+    store = filled(path, ann_threshold=THRESHOLD)
+    exact = SQLiteStore(path, ann_threshold=None)
+    queries = clustered(60, seed=9)
+    ready(store, queries[0])
+    asked.clear()
+    assert recall(store, exact, queries) >= 0.98
+    assert len(asked) == len(queries) and min(asked) == 100
+    hits = store.search(queries[1], limit=20)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    store.close()
+    exact.close()
+
+
+def test_deleted_rows_and_filters(path: str, asked: list[int]) -> None:
+    store = filled(path, ann_threshold=THRESHOLD)
+    exact = SQLiteStore(path, ann_threshold=None)
+    queries = clustered(20, seed=5)
+    ready(store, queries[0])
+    gone = {i for q in queries for i in ids(store, q, 5)}
+    store.delete(sorted(gone))
+    asked.clear()
+    for q in queries:
+        found = ids(store, q)
+        assert not gone & set(found) and len(found) == 10
+    assert recall(store, exact, queries) >= 0.98
+    assert asked  # the graph still served them, its deleted keys dropped at re-ranking
+    scope = Condition(field="user_id", operator="eq", value="u1")
+    for q in queries:
+        hits = store.search(q, 10, scope)
+        assert {h.record.user_id for h in hits} == {"u1"}
+        assert [h.record.id for h in hits] == [h.record.id for h in exact.search(q, 10, scope)]
+    store.close()
+    exact.close()
+
+
+def test_writes_from_another_store_are_seen(path: str) -> None:
+    store = filled(path, ann_threshold=THRESHOLD)
+    queries = clustered(10, seed=6)
+    ready(store, queries[0])
+    other = SQLiteStore(path, ann_threshold=None)
+    newcomers = records(queries, start=10_000)  # each the exact match of one query
+    other.insert(newcomers)
+    for q, record in zip(queries, newcomers, strict=True):
+        assert ids(store, q, 1) == [record.id]
+    other.delete([r.id for r in newcomers])
+    for q in queries:
+        assert not set(ids(store, q)) & {r.id for r in newcomers}
+    assert recall(store, other, queries) >= 0.98
+    ready(store, queries[0])  # and the graph catches up with them
+    assert recall(store, other, queries) >= 0.98
+    store.close()
+    other.close()
+
+
+def saved(path: str, seed: int) -> np.ndarray:
+    """Fill a store, let its graph build, close it (saving the graph); the queries to use."""
+    store = filled(path, ann_threshold=THRESHOLD)
+    queries = clustered(20, seed=seed)
+    ready(store, queries[0])
+    store.close()
+    return queries
+
+
+def reopened(path: str, queries: np.ndarray, feeds: list[_ann.Feed]) -> list[bool]:
+    """Reopen, wait for the graph and check its answers; which feeds were full builds."""
+    feeds.clear()
+    store = SQLiteStore(path, ann_threshold=THRESHOLD)
+    exact = SQLiteStore(path, ann_threshold=None)
+    ready(store, queries[0])
+    assert recall(store, exact, queries) >= 0.98
+    store.close()
+    exact.close()
+    return [f.full for f in feeds]
+
+
+def test_saved_graph_is_reused_after_reopen(path: str, feeds: list[_ann.Feed]) -> None:
+    queries = saved(path, seed=7)
+    assert Path(f"{path}.ann-memkit").stat().st_size > 0
+    assert reopened(path, queries, feeds) == [False]  # a catch-up, no build
+
+
+def corrupt(file: Path) -> None:
+    file.write_bytes(b"not a graph\n" + bytes(range(256)))
+
+
+def truncate(file: Path) -> None:
+    file.write_bytes(file.read_bytes()[:-4096])
+
+
+def other_dimension(file: Path) -> None:
+    blob = file.read_bytes()
+    file.write_bytes(blob.replace(f'"dimension": {DIM}'.encode(), b'"dimension": 7', 1))
+
+
+@pytest.mark.parametrize("damage", [corrupt, truncate, other_dimension])
+def test_damaged_file_is_rebuilt(path: str, feeds: list[_ann.Feed], damage: object) -> None:
+    queries = saved(path, seed=8)
+    assert callable(damage)
+    damage(Path(f"{path}.ann-memkit"))
+    assert reopened(path, queries, feeds) == [True]
+
+
+def test_stale_file_is_rebuilt(path: str, feeds: list[_ann.Feed]) -> None:
+    queries = saved(path, seed=10)
+    other = SQLiteStore(path, ann_threshold=None)
+    other.reset()  # the change log restarts past what the saved graph covers
+    other.insert(records(clustered(1200, seed=11)))
+    other.close()
+    assert reopened(path, queries, feeds) == [True]
+
+
+def test_file_of_another_database_is_rebuilt(tmp_path: Path, feeds: list[_ann.Feed]) -> None:
+    queries = clustered(20, seed=12)
+    first = filled(str(tmp_path / "a.db"), n=1600, ann_threshold=THRESHOLD)
+    first.delete([r.id for r in first.list(limit=100)[0]])
+    ready(first, queries[0])
+    first.close()
+    second = filled(str(tmp_path / "b.db"), n=1800, seed=13, ann_threshold=None)
+    second.close()
+    (tmp_path / "b.db.ann-memkit").write_bytes((tmp_path / "a.db.ann-memkit").read_bytes())
+    # the catch-up leaves keys that are not the live rows, so the graph is built again
+    assert reopened(str(tmp_path / "b.db"), queries, feeds) == [False, True]
+
+
+def test_without_usearch_searches_are_exact(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "usearch", None)
+    monkeypatch.setitem(sys.modules, "usearch.index", None)
+    store = filled(path, ann_threshold=THRESHOLD)
+    exact = SQLiteStore(path, ann_threshold=None)
+    for q in clustered(10, seed=14):
+        assert ids(store, q) == ids(exact, q)
+    assert store._graph is None
+    store.close()
+    assert not Path(f"{path}.ann-memkit").exists()
+    exact.close()
+
+
+def test_below_the_threshold_or_disabled_no_graph(path: str) -> None:
+    for options in ({"ann_threshold": 5000}, {"ann_threshold": 0}, {"ann_threshold": None}):
+        store = filled(path, **options)
+        store.search(clustered(1, seed=15)[0], 10)
+        assert store._graph is None
+        store.close()
+    for bad in (-1, 1.5, True, "20000"):
+        with pytest.raises(ConfigError):
+            SQLiteStore(path, ann_threshold=bad)  # type: ignore[arg-type]
+
+
+def test_close_stops_the_thread(path: str) -> None:
+    store = filled(path, ann_threshold=THRESHOLD)
+    graph = ready(store, clustered(1, seed=16)[0])
+    thread = graph._thread
+    assert thread is not None and thread.is_alive()
+    store.close()
+    assert not thread.is_alive()
+
+
+def test_in_memory_store_uses_an_unsaved_graph(asked: list[int]) -> None:
+    store = filled(":memory:", ann_threshold=THRESHOLD)
+    query = clustered(1, seed=17)[0]
+    graph = ready(store, query)
+    assert graph.path is None and len(ids(store, query)) == 10 and asked
+    store.close()
+
+
+def test_generations_have_their_own_graph(path: str) -> None:
+    store = filled(path, ann_threshold=THRESHOLD)
+    queries = clustered(10, seed=18)
+    ready(store, queries[0])
+    shadow = store.shadow(DIM, "test-2")
+    assert isinstance(shadow, SQLiteStore)
+    shadow.insert(records(clustered(1500, seed=19)))
+    graph = ready(shadow, queries[0])
+    assert graph.path == f"{path}.ann-memkit__g1"
+    store.switch(shadow)
+    assert not Path(f"{path}.ann-memkit").exists()
+    exact = SQLiteStore(path, ann_threshold=None)
+    ready(store, queries[0])
+    assert store._graph is not None and store._graph.path == f"{path}.ann-memkit__g1"
+    assert recall(store, exact, queries) >= 0.98
+    store.close()
+    exact.close()
+    assert Path(f"{path}.ann-memkit__g1").exists()
+
+
+def test_local_embedder_loads_after_the_store(path: str) -> None:
+    """onnxruntime crashes when loaded after usearch; the store loads it first."""
+    script = (
+        "from memkit.stores.sqlite import SQLiteStore\n"
+        f"store = SQLiteStore({path!r})\n"
+        "assert store._ann_class is not None\n"
+        "import onnxruntime\n"
+        "print('loaded')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and "loaded" in done.stdout, done.stderr[-2000:]
