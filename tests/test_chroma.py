@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pytest
@@ -95,19 +96,26 @@ def test_substrings_of_any_field_are_exact(store: ChromaStore) -> None:
     assert [h.record.id for h in hits] == [long.id]
 
 
+def _walk(store: ChromaStore, spec: dict[str, int] | None, size: int,
+          order: Literal["id", "newest"] = "id") -> list[str]:
+    """Every id ``list`` pages out, ``size`` at a time, following the cursors."""
+    ids: list[str] = []
+    cursor = None
+    while True:
+        page, cursor = store.list(None if spec is None else parse_filter(spec), limit=size,
+                                  cursor=cursor, order=order)
+        ids += [r.id for r in page]
+        if cursor is None:
+            return ids
+
+
 def test_pages_are_in_id_order(store: ChromaStore) -> None:
     others = ["a", "abcdefg1", "abcdefg0", "abcdefg", "é", "日本", "~", "0"]
     records = [_record(f"m{i}", k=i % 3) for i in range(11)]
     records += [replace(_record(f"o{i}", k=i % 3), id=id) for i, id in enumerate(others)]
     store.insert(records)
     for size, spec in [(1, None), (3, None), (100, None), (2, {"k": 1}), (2, {"k": 9})]:
-        ids, cursor = [], None
-        while True:
-            page, cursor = store.list(None if spec is None else parse_filter(spec), limit=size,
-                                      cursor=cursor)
-            ids += [r.id for r in page]
-            if cursor is None:
-                break
+        ids = _walk(store, spec, size)
         wanted = [r for r in records if spec is None or r.metadata["k"] == spec["k"]]
         assert ids == sorted(r.id for r in wanted)
 
@@ -120,13 +128,7 @@ def test_newest_pages_cross_dense_seconds_sparse_years_and_the_future(store: Chr
                for i, stamp in enumerate(stamps)]
     store.insert(records)
     for size, spec in [(7, None), (40, None), (3, {"k": 2}), (1000, None)]:
-        ids, cursor = [], None
-        while True:
-            page, cursor = store.list(None if spec is None else parse_filter(spec), limit=size,
-                                      cursor=cursor, order="newest")
-            ids += [r.id for r in page]
-            if cursor is None:
-                break
+        ids = _walk(store, spec, size, "newest")
         wanted = [r for r in records if spec is None or r.metadata["k"] == spec["k"]]
         assert ids == [r.id for r in sorted(wanted, key=lambda r: (r.created_at, r.id),
                                             reverse=True)]
@@ -144,13 +146,7 @@ def test_a_collection_written_before_id_buckets_still_pages_every_record(tmp_pat
                    documents=[r.memory for r in records])
     old.open(3, "m")
     for size, spec in [(5, None), (2, {"k": 1})]:
-        ids, cursor = [], None
-        while True:
-            page, cursor = old.list(None if spec is None else parse_filter(spec), limit=size,
-                                    cursor=cursor)
-            ids += [r.id for r in page]
-            if cursor is None:
-                break
+        ids = _walk(old, spec, size)
         assert ids == sorted(r.id for r in records if spec is None or r.metadata["k"] == 1)
     new = [_record("new")]
     old.insert(new)
