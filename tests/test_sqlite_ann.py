@@ -20,6 +20,12 @@ from memkit.stores.sqlite import SQLiteStore
 DIM = 48
 NOW = "2024-01-01T00:00:00+00:00"
 THRESHOLD = 500
+# usearch builds the graph on several threads, so two builds of the same rows differ:
+# over a few hundred builds of these rows recall@10 was 0.96-1.0 (mean 0.998; the
+# 0.98 target is measured at 100k by bench/ann_store.py). A graph missing half the
+# rows scores 0.5 and one built from the wrong vectors 0.07, so this floor still
+# catches a graph that is wrong.
+RECALL = 0.9
 
 
 def clustered(n: int, seed: int) -> np.ndarray:
@@ -104,7 +110,7 @@ def test_graph_answers_match_exact_search(path: str, asked: list[int]) -> None:
     queries = clustered(60, seed=9)
     ready(store, queries[0])
     asked.clear()
-    assert recall(store, exact, queries) >= 0.98
+    assert recall(store, exact, queries) >= RECALL
     assert len(asked) == len(queries) and min(asked) == 100
     hits = store.search(queries[1], limit=20)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
@@ -123,7 +129,7 @@ def test_deleted_rows_and_filters(path: str, asked: list[int]) -> None:
     for q in queries:
         found = ids(store, q)
         assert not gone & set(found) and len(found) == 10
-    assert recall(store, exact, queries) >= 0.98
+    assert recall(store, exact, queries) >= RECALL
     assert asked  # the graph still served them, its deleted keys dropped at re-ranking
     scope = Condition(field="user_id", operator="eq", value="u1")
     for q in queries:
@@ -146,9 +152,9 @@ def test_writes_from_another_store_are_seen(path: str) -> None:
     other.delete([r.id for r in newcomers])
     for q in queries:
         assert not set(ids(store, q)) & {r.id for r in newcomers}
-    assert recall(store, other, queries) >= 0.98
+    assert recall(store, other, queries) >= RECALL
     ready(store, queries[0])  # and the graph catches up with them
-    assert recall(store, other, queries) >= 0.98
+    assert recall(store, other, queries) >= RECALL
     store.close()
     other.close()
 
@@ -168,7 +174,7 @@ def reopened(path: str, queries: np.ndarray, feeds: list[_ann.Feed]) -> list[boo
     store = SQLiteStore(path, ann_threshold=THRESHOLD)
     exact = SQLiteStore(path, ann_threshold=None)
     ready(store, queries[0])
-    assert recall(store, exact, queries) >= 0.98
+    assert recall(store, exact, queries) >= RECALL
     store.close()
     exact.close()
     return [f.full for f in feeds]
@@ -278,7 +284,7 @@ def test_generations_have_their_own_graph(path: str) -> None:
     exact = SQLiteStore(path, ann_threshold=None)
     ready(store, queries[0])
     assert store._graph is not None and store._graph.path == f"{path}.ann-memkit__g1"
-    assert recall(store, exact, queries) >= 0.98
+    assert recall(store, exact, queries) >= RECALL
     store.close()
     exact.close()
     assert Path(f"{path}.ann-memkit__g1").exists()
