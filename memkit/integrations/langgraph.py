@@ -78,6 +78,11 @@ class LangChainEmbedder(Embedder):
     def embed(self, texts: Sequence[str]) -> Matrix:
         return normalise(self.embeddings.embed_documents(list(texts)), len(texts), self.dimension)
 
+    def embed_query(self, texts: Sequence[str]) -> Matrix:
+        """Through the model's ``embed_query``: asymmetric models embed questions apart."""
+        rows = [self.embeddings.embed_query(text) for text in texts]
+        return normalise(rows, len(texts), self.dimension)
+
 
 def _embedder(index: IndexConfig | None, embedder: Embedder | None) -> Embedder:
     if embedder is not None:

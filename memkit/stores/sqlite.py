@@ -77,6 +77,10 @@ ANN_THRESHOLD = 20_000
 # The graph is asked for max(_ANN_MIN_CANDIDATES, _ANN_FACTOR * limit) keys to re-rank.
 _ANN_MIN_CANDIDATES = 100
 _ANN_FACTOR = 10
+#: filtered searches over a matrix this small score it whole, then check the filter
+_SCORE_FIRST_ROWS = 25_000
+_SCORE_FIRST_MIN = 256
+_SCORE_FIRST_FACTOR = 4
 # The change log is trimmed to its newest _LOG_KEEP entries once it exceeds _LOG_MAX.
 _LOG_MAX = 100_000
 _LOG_KEEP = 50_000
@@ -705,13 +709,8 @@ class SQLiteStore(VectorStore):
             version = self._db.data_version()
             with self._read(shared=True) as conn:
                 index = self._synced(conn, version)
-                positions = None
                 if filter is not None:
-                    rows = conn.execute(
-                        f"SELECT seq FROM {self._records} WHERE {where}", params
-                    ).fetchall()
-                    positions = index.positions(np.array([r[0] for r in rows], np.int64))
-                    seqs, sims = index.top(query, limit, positions)
+                    seqs, sims = self._filtered(conn, index, query, limit, where, params)
                 else:
                     seqs, sims = self._unscoped(conn, index, query, limit)
                 records = self._by_seq(conn, seqs.tolist())
@@ -720,6 +719,31 @@ class SQLiteStore(VectorStore):
             for s, sim in zip(seqs.tolist(), sims.tolist(), strict=True)
             if s in records
         ]
+
+    def _filtered(
+        self, conn: sqlite3.Connection, index: _VectorIndex, query: Vector, limit: int,
+        where: str, params: list[Any],
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The exact top ``limit`` among the rows ``where`` keeps.
+
+        A matrix of up to ``_SCORE_FIRST_ROWS`` rows is scored whole and the filter checked
+        on its best rows only: when ``limit`` of them pass, no row outside them ranks
+        higher, so the answer is exact. Otherwise, and on bigger matrices (where scoring
+        every row costs more than a selective filter saves), the rows the filter keeps
+        are read first and only they are scored."""
+        if index.size <= _SCORE_FIRST_ROWS:
+            seqs, sims = index.top(query, max(_SCORE_FIRST_MIN, _SCORE_FIRST_FACTOR * limit))
+            rows = conn.execute(
+                f"SELECT seq FROM {self._records} WHERE seq IN"
+                f" (SELECT value FROM json_each(?)) AND ({where})",
+                [json.dumps(seqs.tolist()), *params],
+            ).fetchall()
+            keep = np.isin(seqs, np.array([r[0] for r in rows], np.int64))
+            if np.count_nonzero(keep) >= limit or len(seqs) == index.size - index.dead:
+                return seqs[keep][:limit], sims[keep][:limit]
+        rows = conn.execute(f"SELECT seq FROM {self._records} WHERE {where}", params).fetchall()
+        positions = index.positions(np.array([r[0] for r in rows], np.int64))
+        return index.top(query, limit, positions)
 
     def keyword_search(self, text: str, limit: int, filter: Filter | None = None) -> list[Hit]:
         query = fts_query(text)
@@ -927,9 +951,15 @@ def _record_row(record: Record) -> tuple[Any, ...]:
 
 
 def _record(row: Sequence[Any]) -> Record:
-    id, memory, hash, created_at, updated_at, user_id, agent_id, run_id, metadata = row[:9]
+    """A row of ``_SELECT`` as a Record (a search builds a few hundred, so this is lean)."""
+    (id, memory, hash, created_at, updated_at, user_id, agent_id, run_id, metadata,
+     valid_from, valid_to, expires_at, supersedes, memory_type, importance, confidence,
+     access_count, last_accessed_at) = row
     return Record(
         id=id, memory=memory, hash=hash, created_at=created_at, updated_at=updated_at,
-        user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=json.loads(metadata),
-        **dict(zip((*TEMPORAL_FIELDS, *LIFECYCLE_FIELDS), row[9:], strict=True)),
+        user_id=user_id, agent_id=agent_id, run_id=run_id,
+        metadata={} if metadata == "{}" else json.loads(metadata),
+        valid_from=valid_from, valid_to=valid_to, expires_at=expires_at, supersedes=supersedes,
+        memory_type=memory_type, importance=importance, confidence=confidence,
+        access_count=access_count, last_accessed_at=last_accessed_at,
     )

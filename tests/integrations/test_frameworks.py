@@ -69,6 +69,46 @@ async def test_langchain_tools_async() -> None:
         assert [m["memory"] for m in listed["results"]] == ["likes tea"]
 
 
+class _AskingEmbeddings:
+    """A LangChain-style model that embeds a question apart from what is stored (as e5
+    does): as a document "what do I drink?" sits on "likes tea", as a query on "likes
+    coffee"."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        vectors = {"likes tea": [1.0, 0.0, 0.0], "likes coffee": [0.0, 1.0, 0.0]}
+        return [vectors.get(t, [0.9, 0.1, 0.3]) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [0.1, 0.9, 0.3]
+
+
+def _asking_embedder() -> object:
+    pytest.importorskip("langchain_core.embeddings", reason="pip install 'memkit-ai[langgraph]'")
+    from langchain_core.embeddings import Embeddings
+
+    from memkit.integrations.langgraph import LangChainEmbedder
+
+    model = type("Asking", (_AskingEmbeddings, Embeddings), {})()
+    return LangChainEmbedder(model, dimension=3)
+
+
+def test_langchain_embedder_embeds_searches_as_queries() -> None:
+    memory = Memory(llm=ScriptedLLM(), embedder=_asking_embedder(), vector_store=InMemoryStore())  # type: ignore[arg-type]
+    memory.add([{"role": "user", "content": "likes tea"}, {"role": "user", "content": "likes coffee"}],
+               user_id="alice", infer=False)
+    found = memory.search("what do I drink?", user_id="alice", limit=1, mode="vector")
+    assert [r.memory for r in found.results] == ["likes coffee"]
+
+
+async def test_langchain_embedder_embeds_async_searches_as_queries() -> None:
+    async with AsyncMemory(llm=ScriptedLLM(), embedder=_asking_embedder(),  # type: ignore[arg-type]
+                           vector_store=InMemoryStore()) as memory:
+        await memory.add([{"role": "user", "content": "likes tea"},
+                          {"role": "user", "content": "likes coffee"}], user_id="alice", infer=False)
+        found = await memory.search("what do I drink?", user_id="alice", limit=1, mode="vector")
+        assert [r.memory for r in found.results] == ["likes coffee"]
+
+
 # -- pydantic-ai --------------------------------------------------------------
 
 def test_pydantic_ai_example(tmp_path: Path) -> None:
