@@ -191,20 +191,21 @@ def test_scope_search_uses_the_scope_index(tmp_path: Path) -> None:
 
 
 def _user(i: int) -> str:
-    return "y" if i % 97 == 1 else "z" if i % 10 == 0 else "a"
+    return "y" if i % 97 == 1 else "w" if i % 25 == 3 else "z" if i % 10 == 0 else "a"
 
 
-@pytest.mark.parametrize("size", [60, 1200])
+@pytest.mark.parametrize("size", [60, 3000])
 @pytest.mark.parametrize(
-    "kept", [{"user_id": "y"}, {"user_id": "z"}, {"user_id": {"ne": "z"}}, None]
+    "kept", [{"user_id": "y"}, {"user_id": "w"}, {"user_id": "z"}, {"user_id": {"ne": "z"}}, None]
 )
 def test_narrow_and_broad_filters_rank_as_the_reference_after_deletes_and_updates(
     tmp_path: Path, kept: dict[str, object] | None, size: int
 ) -> None:
     """Scores come from the matching rows alone, from the whole matrix (past a third of
-    it), or from the best rows of the whole matrix that pass the filter (at 1,200 rows
-    "z" passes often enough among them, "y" does not); in each case the ranking is the
-    reference store's, without deleted rows."""
+    it), or from the best rows of the whole matrix that pass the filter: at 3,000 rows
+    enough of the best 256 are "z", "w" needs a second, larger set, and "y" is too rare,
+    so its rows are read first. In each case the ranking is the reference store's,
+    without deleted rows."""
     store, reference = _store(tmp_path / "m.db"), InMemoryStore()
     reference.open(DIM, MODEL)
     records = [rec(f"r{i}", user_id=_user(i)) for i in range(size)]

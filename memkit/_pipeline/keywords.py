@@ -92,9 +92,18 @@ def distinctive(terms: Sequence[str], texts: Sequence[str], share: float) -> lis
     """
     if share >= 1 or len(texts) < MIN_SAMPLE:
         return list(terms)
-    words = [frozenset(_WORD.findall(text.lower())) for text in texts]
+    lowered = [text.lower() for text in texts]
+    words: dict[int, frozenset[str]] = {}  # a text's words, split only if it holds a term
+
+    def holds(i: int, term: str) -> bool:
+        if term not in lowered[i]:
+            return False
+        if i not in words:
+            words[i] = frozenset(_WORD.findall(lowered[i]))
+        return term in words[i]
+
     limit = share * len(texts)
-    return [t for t in terms if sum(t in w for w in words) <= limit]
+    return [t for t in terms if sum(holds(i, t) for i in range(len(texts))) <= limit]
 
 
 def _expand(word: str, sentence_start: bool) -> list[str]:

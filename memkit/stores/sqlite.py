@@ -353,28 +353,37 @@ class _VectorIndex:
         found[inside] = self.seqs[pos[inside]] == seqs[inside]
         return np.where(found, pos, -1)
 
+    def scores(self, query: Vector) -> npt.NDArray[np.float32]:
+        """The cosine of every row with ``query``, by position; deleted rows -inf."""
+        sims: npt.NDArray[np.float32] = self.vectors[: self.size] @ query
+        if self.dead:
+            sims[~self.alive[: self.size]] = -np.inf
+        return sims
+
     def top(
         self, query: Vector, limit: int, positions: npt.NDArray[np.intp] | None = None
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         if positions is None:
-            sims = self.vectors[: self.size] @ query
-            if self.dead:
-                sims[~self.alive[: self.size]] = -np.inf
-            available, seqs = self.size - self.dead, self.seqs[: self.size]
-        elif 3 * len(positions) > self.size:
+            sims = self.scores(query)
+            best = _best(sims, min(limit, self.size - self.dead))
+            return self.seqs[best], sims[best]
+        if 3 * len(positions) > self.size:
             # Gathering the rows reads and writes them before the product reads them again:
             # past a third of the matrix, the product over all of it moves less memory.
             sims = (self.vectors[: self.size] @ query)[positions]
-            available, seqs = len(positions), self.seqs[positions]
         else:
             sims = self.vectors[positions] @ query
-            available, seqs = len(positions), self.seqs[positions]
-        k = min(limit, available)
-        if k <= 0:
-            return np.empty(0, np.int64), np.empty(0, np.float32)
-        best = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
-        best = best[np.argsort(-sims[best], kind="stable")]
-        return seqs[best], sims[best]
+        best = _best(sims, limit)
+        return self.seqs[positions[best]], sims[best]
+
+
+def _best(sims: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
+    """The positions of the ``k`` highest of ``sims``, highest first."""
+    k = min(k, len(sims))
+    if k <= 0:
+        return np.empty(0, np.intp)
+    best = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+    return best[np.argsort(-sims[best], kind="stable")]
 
 
 def _unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -727,23 +736,42 @@ class SQLiteStore(VectorStore):
         """The exact top ``limit`` among the rows ``where`` keeps.
 
         A matrix of up to ``_SCORE_FIRST_ROWS`` rows is scored whole and the filter checked
-        on its best rows only: when ``limit`` of them pass, no row outside them ranks
-        higher, so the answer is exact. Otherwise, and on bigger matrices (where scoring
-        every row costs more than a selective filter saves), the rows the filter keeps
-        are read first and only they are scored."""
-        if index.size <= _SCORE_FIRST_ROWS:
-            seqs, sims = index.top(query, max(_SCORE_FIRST_MIN, _SCORE_FIRST_FACTOR * limit))
+        on its best rows only, more of them while too few pass (sized by the share that
+        did): once ``limit`` pass, no row below them ranks higher, so the answer is exact.
+        When that would check over a third of the rows, and on bigger matrices (where
+        scoring every row costs more than a selective filter saves), the rows the filter
+        keeps are read first and only they are ranked."""
+        live = index.size - index.dead
+        if index.size > _SCORE_FIRST_ROWS:
+            positions = self._kept(conn, index, where, params)
+            return index.top(query, limit, positions)
+        sims = index.scores(query)
+        count = min(live, max(_SCORE_FIRST_MIN, _SCORE_FIRST_FACTOR * limit))
+        while True:
+            best = _best(sims, count)
             rows = conn.execute(
                 f"SELECT seq FROM {self._records} WHERE seq IN"
                 f" (SELECT value FROM json_each(?)) AND ({where})",
-                [json.dumps(seqs.tolist()), *params],
+                [json.dumps(index.seqs[best].tolist()), *params],
             ).fetchall()
-            keep = np.isin(seqs, np.array([r[0] for r in rows], np.int64))
-            if np.count_nonzero(keep) >= limit or len(seqs) == index.size - index.dead:
-                return seqs[keep][:limit], sims[keep][:limit]
+            passed = np.isin(index.seqs[best], np.array([r[0] for r in rows], np.int64))
+            found = int(np.count_nonzero(passed))
+            if found >= limit or count >= live:
+                best = best[passed][:limit]
+                return index.seqs[best], sims[best]
+            count = max(2 * count, -(-3 * limit * count // (2 * max(found, 1))))
+            if 3 * count > live:
+                break
+        positions = self._kept(conn, index, where, params)
+        best = positions[_best(sims[positions], limit)]
+        return index.seqs[best], sims[best]
+
+    def _kept(
+        self, conn: sqlite3.Connection, index: _VectorIndex, where: str, params: list[Any]
+    ) -> npt.NDArray[np.intp]:
+        """The matrix positions of the live rows ``where`` keeps."""
         rows = conn.execute(f"SELECT seq FROM {self._records} WHERE {where}", params).fetchall()
-        positions = index.positions(np.array([r[0] for r in rows], np.int64))
-        return index.top(query, limit, positions)
+        return index.positions(np.array([r[0] for r in rows], np.int64))
 
     def keyword_search(self, text: str, limit: int, filter: Filter | None = None) -> list[Hit]:
         query = fts_query(text)
