@@ -101,6 +101,22 @@ def unit(rng: np.random.Generator, n: int) -> np.ndarray:
     return block / np.linalg.norm(block, axis=1, keepdims=True)
 
 
+#: the rank-32 basis of ``--vectors structured`` (bench/ann_probe.py's stand-in for
+#: sentence embeddings, on which HNSW behaves as on real ones; on uniformly random
+#: vectors its recall collapses)
+_BASIS = np.random.default_rng(22).standard_normal((32, DIM)).astype(np.float32)
+
+
+def synthetic(kind: str, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` unit vectors: ``random`` (uniform on the sphere) or ``structured``."""
+    if kind == "random":
+        return unit(rng, n)
+    block = rng.standard_normal((n, _BASIS.shape[0]), dtype=np.float32) @ _BASIS
+    noise = rng.standard_normal((n, DIM), dtype=np.float32)
+    block = block / np.linalg.norm(block, axis=1, keepdims=True) + 0.1 * noise / np.sqrt(DIM)
+    return block / np.linalg.norm(block, axis=1, keepdims=True)
+
+
 def searchers(name: str, store: Any, args: argparse.Namespace) -> list[tuple[str, Any]]:
     """The store, and for pgvector the same collection at each further ``--pg-ef-search``."""
     found = [("", store)]
@@ -144,7 +160,7 @@ def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
     questions = args.questions[: args.queries]
     embedder.embed(questions[:2])
     rng = np.random.default_rng(11)
-    queries = unit(np.random.default_rng(12), args.queries)
+    queries = synthetic(args.vectors, np.random.default_rng(12), args.queries)
     scope = Condition(field="user_id", operator="eq", value="user-0")
     topic = Condition(field="topic", operator="eq", value="t3")
     filtered = {"unscoped": None, "scoped": scope, "metadata": topic,
@@ -158,7 +174,7 @@ def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
         start = time.perf_counter()
         while filled < size:
             n = min(args.batch or size, size - filled)
-            vectors = unit(rng, n)
+            vectors = synthetic(args.vectors, rng, n)
             records = []
             for j, i in enumerate(range(filled, filled + n)):
                 created = to_iso(epoch + timedelta(seconds=i))
@@ -413,6 +429,9 @@ def main() -> None:
                         help="queries whose recall@10 against exact search is measured")
     parser.add_argument("--pg-ef-search", type=int, nargs="+", default=[40],
                         help="pgvector's ef_search; each further value measures the searches again")
+    parser.add_argument("--vectors", choices=["random", "structured"], default="random",
+                        help="the stores' synthetic vectors: uniformly random, or rank-32"
+                        " Gaussian plus noise (like sentence embeddings, for ANN recall)")
     parser.add_argument("--pg-dsn", default=os.environ.get("MEMKIT_TEST_PG_DSN"))
     parser.add_argument("--chroma-url", default=os.environ.get("MEMKIT_TEST_CHROMA_URL"),
                         help="a Chroma server for the chroma-server store")
