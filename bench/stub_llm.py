@@ -48,6 +48,12 @@ from typing import Any
 EmbedFn = Callable[[Sequence[str]], list[list[float]]]
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: 32 clients connecting at once overflow
+    # it, and each dropped connection waits for the client's SYN retransmit (1 s).
+    request_queue_size = 256
+
+
 def _token_counter() -> tuple[str, Callable[[str], int]]:
     """cl100k_base from the copy litellm ships (no download), else characters / 4."""
     try:
@@ -323,7 +329,7 @@ class StubLLM:
         self.stats = Stats()
         self._lock = threading.Lock()
         self._embed_lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
+        self._server = _Server(("127.0.0.1", port), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
