@@ -7,7 +7,12 @@ against what is stored, whether to add, update or delete. ``Memory`` and
 
 from __future__ import annotations
 
+import os as _os
 from typing import TYPE_CHECKING, Any
+
+# onnxruntime (the local embedder, the SQLite store's ANN index, e5) writes a device id
+# for its telemetry under ~/.cache unless told not to; memkit keeps no telemetry.
+_os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 from memkit._errors import (
     ConfigError,

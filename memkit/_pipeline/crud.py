@@ -41,7 +41,7 @@ from memkit._pipeline.inputs import (
 from memkit._pipeline.keywords import distinctive, keyword_terms
 from memkit._pipeline.lifecycle import Lifecycle, confidence_of, note_flow, rank
 from memkit._pipeline.task_fields import STATUS_PREFIX, checked_update, status_change
-from memkit._pipeline.temporal import favour_dated
+from memkit._pipeline.temporal import favour_dated, favour_period, named_period
 from memkit._pipeline.versions import (
     chain_flow,
     check_order,
@@ -90,6 +90,7 @@ def search_flow(
         pool = max(pool, 2 * limit)
     vector_hits: list[Hit] = []
     keyword_hits: list[Hit] = []
+    period = named_period(query) if mode != "keyword" and settings.temporal_weight > 0 else None
     if mode != "keyword":
         if vector is None:
             [vector] = yield Embed((query,), query=True)
@@ -111,6 +112,8 @@ def search_flow(
         hits = vector_hits or keyword_hits
     if mode != "keyword":  # keyword scores are the store's own, not in [0, 1]
         hits = favour_dated(hits, query, settings.temporal_weight)
+        if period is not None:
+            hits = favour_period(hits, period, settings.temporal_weight)
     ranked = rank(hits, life, when, min_confidence)
     ranked = [(h, c) for h, c in ranked if threshold is None or h.score >= threshold][:limit]
     yield from note_flow([h.record for h, _ in ranked], when, life)

@@ -15,13 +15,25 @@ queries, and memories without a time expression, keep their scores.
     False
     >>> mentions_time("I went to a support group yesterday")
     True
+
+A query that names a day or a month with its year ("on 6 October, 2022",
+"October 6, 2022", "2022-10-06", "in July 2022") also raises, by the same
+weight, the candidates that became true in that period (``valid_from``, else
+``created_at``; a day reaches one day either side, for time zones).
+
+    >>> [d.date().isoformat() for d in named_period("What did Nate watch on October 6, 2022?")]
+    ['2022-10-05', '2022-10-08']
+    >>> [d.date().isoformat() for d in named_period("Where did Joanna travel in July 2022?")]
+    ['2022-07-01', '2022-08-01']
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 
+from memkit._time import to_datetime
 from memkit.stores.base import Hit
 
 _WHEN = re.compile(
@@ -64,5 +76,55 @@ def favour_dated(hits: Sequence[Hit], query: str, weight: float) -> list[Hit]:
         return list(hits)
     raised = [Hit(h.record, min(1.0, h.score + weight * (1.0 - h.score)))
               if mentions_time(h.record.memory) else h for h in hits]
+    raised.sort(key=lambda h: (-h.score, h.record.id))
+    return raised
+
+
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
+                "september", "october", "november", "december")
+_ORDINAL = r"(?:st|nd|rd|th)?"
+_MONTH = f"({'|'.join(_MONTH_NAMES)})"
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b")
+_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}}){_ORDINAL},?\s+(\d{{4}})\b")
+_MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+(\d{{4}})\b")
+_ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+
+Period = tuple[datetime, datetime]
+
+
+def named_period(query: str) -> Period | None:
+    """The day (one day either side) or the month the query names with its year, as
+    ``[start, end)`` in UTC; ``None`` when it names none (or an impossible date)."""
+    text = query.casefold()
+    day: tuple[int, int, int] | None = None
+    if match := _ISO_DAY.search(text):
+        day = (int(match[1]), int(match[2]), int(match[3]))
+    elif match := _DAY_MONTH_YEAR.search(text):
+        day = (int(match[3]), _MONTH_NAMES.index(match[2]) + 1, int(match[1]))
+    elif match := _MONTH_DAY_YEAR.search(text):
+        day = (int(match[3]), _MONTH_NAMES.index(match[1]) + 1, int(match[2]))
+    try:
+        if day is not None:
+            start = datetime(*day, tzinfo=UTC)
+            return start - timedelta(days=1), start + timedelta(days=2)
+        if match := _MONTH_YEAR.search(text):
+            year, month = int(match[2]), _MONTH_NAMES.index(match[1]) + 1
+            return (datetime(year, month, 1, tzinfo=UTC),
+                    datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC))
+    except (ValueError, OverflowError):  # 31 February, year 0
+        return None
+    return None
+
+
+def favour_period(hits: Sequence[Hit], period: Period, weight: float) -> list[Hit]:
+    """Raise the hits whose memory became true within ``period``; best first."""
+    start, end = period
+
+    def inside(hit: Hit) -> bool:
+        when = hit.record.valid_from or hit.record.created_at
+        return start <= to_datetime(when) < end
+
+    raised = [Hit(h.record, min(1.0, h.score + weight * (1.0 - h.score))) if inside(h) else h
+              for h in hits]
     raised.sort(key=lambda h: (-h.score, h.record.id))
     return raised

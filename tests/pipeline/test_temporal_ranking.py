@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memkit._pipeline.temporal import asks_when, mentions_time
+from memkit._pipeline.temporal import asks_when, mentions_time, named_period
 from tests.pipeline.conftest import MakeMemory
 
 UNDATED = "Caroline went to a support group"
@@ -46,6 +46,55 @@ def test_a_sharper_keyword_score_lifts_weak_matches_less(make_memory: MakeMemory
     best, partial = SEVERAL[:2]
     assert sharp[best] == linear[best]  # the best keyword match
     assert sharp[partial] < linear[partial]  # one word of three
+
+
+def _dated(make_memory: MakeMemory, query: str, weight: float) -> list[str]:
+    """Two films Nate watched, on 6 October and on 20 November 2022: which ranks first."""
+    m = make_memory(config={"search": {"temporal_weight": weight}})
+    m.add(["Nate watched Little Women at home"], user_id="u", infer=False,
+          timestamp="2022-10-06T19:00:00+00:00")
+    m.add(["Nate watched Top Gun"], user_id="u", infer=False,
+          timestamp="2022-11-20T19:00:00+00:00")
+    m.add(["Joanna wrote a screenplay"], user_id="u", infer=False,
+          timestamp="2022-10-06T19:05:00+00:00")
+    return [r.memory for r in m.search(query, user_id="u", limit=2).results]
+
+
+@two_stores
+@pytest.mark.parametrize("query", [
+    "What did Nate watch on October 6, 2022?",
+    "What did Nate watch on 6 October, 2022?",
+    "What did Nate watch on 2022-10-06?",
+    "What did Nate watch in October 2022?",
+])
+def test_a_question_naming_a_day_or_month_ranks_that_periods_memories_first(
+    make_memory: MakeMemory, query: str
+) -> None:
+    assert _dated(make_memory, query, 0.0)[0] == "Nate watched Top Gun"  # fewer words
+    assert _dated(make_memory, query, 0.5)[0] == "Nate watched Little Women at home"
+
+
+@two_stores
+def test_a_question_naming_another_period_changes_nothing(make_memory: MakeMemory) -> None:
+    for query in ("What did Nate watch in March 2021?", "What did Nate watch?"):
+        assert _dated(make_memory, query, 0.5) == _dated(make_memory, query, 0.0)
+
+
+@pytest.mark.parametrize(("query", "period"), [
+    ("on October 6, 2022", ("2022-10-05", "2022-10-08")),
+    ("on the 6th of October 2022", ("2022-10-05", "2022-10-08")),
+    ("Oct 2022 or October 2022", ("2022-10-01", "2022-11-01")),
+    ("in December 2023", ("2023-12-01", "2024-01-01")),
+    ("2024-02-29", ("2024-02-28", "2024-03-02")),
+    ("on 31 February, 2023", None),  # no such day
+    ("2023-13-01", None),
+    ("in December 9999", None),  # past the last representable year
+    ("in 2023", None),  # a year alone is not a period here
+    ("on October 6", None),  # nor a day without its year
+])
+def test_named_period(query: str, period: tuple[str, str] | None) -> None:
+    found = named_period(query)
+    assert (None if found is None else tuple(d.date().isoformat() for d in found)) == period
 
 
 @pytest.mark.parametrize(("query", "temporal"), [
