@@ -46,6 +46,7 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 from _common import machine, median, percentile, table, write_results  # noqa: E402
+from ann_probe import vectors as synthetic  # noqa: E402
 
 DIM = 384
 DEFAULT_DATA = REPO.parent / "shared/data/locomo/locomo10-dev.json"
@@ -107,16 +108,6 @@ def unit(rng: np.random.Generator, n: int) -> np.ndarray:
 _BASIS = np.random.default_rng(22).standard_normal((32, DIM)).astype(np.float32)
 
 
-def synthetic(kind: str, rng: np.random.Generator, n: int) -> np.ndarray:
-    """``n`` unit vectors: ``random`` (uniform on the sphere) or ``structured``."""
-    if kind == "random":
-        return unit(rng, n)
-    block = rng.standard_normal((n, _BASIS.shape[0]), dtype=np.float32) @ _BASIS
-    noise = rng.standard_normal((n, DIM), dtype=np.float32)
-    block = block / np.linalg.norm(block, axis=1, keepdims=True) + 0.1 * noise / np.sqrt(DIM)
-    return block / np.linalg.norm(block, axis=1, keepdims=True)
-
-
 def searchers(name: str, store: Any, args: argparse.Namespace) -> list[tuple[str, Any]]:
     """The store, and for pgvector the same collection at each further ``--pg-ef-search``."""
     found = [("", store)]
@@ -160,7 +151,7 @@ def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
     questions = args.questions[: args.queries]
     embedder.embed(questions[:2])
     rng = np.random.default_rng(11)
-    queries = synthetic(args.vectors, np.random.default_rng(12), args.queries)
+    queries = synthetic(args.vectors, np.random.default_rng(12), _BASIS, args.queries)
     scope = Condition(field="user_id", operator="eq", value="user-0")
     topic = Condition(field="topic", operator="eq", value="t3")
     filtered = {"unscoped": None, "scoped": scope, "metadata": topic,
@@ -174,7 +165,7 @@ def run_store(name: str, args: argparse.Namespace) -> dict[str, Any]:
         start = time.perf_counter()
         while filled < size:
             n = min(args.batch or size, size - filled)
-            vectors = synthetic(args.vectors, rng, n)
+            vectors = synthetic(args.vectors, rng, _BASIS, n)
             records = []
             for j, i in enumerate(range(filled, filled + n)):
                 created = to_iso(epoch + timedelta(seconds=i))

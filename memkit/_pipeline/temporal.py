@@ -30,11 +30,11 @@ weight, the candidates that became true in that period (``valid_from``, else
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from memkit._time import to_datetime
-from memkit.stores.base import Hit
+from memkit.stores.base import Hit, Record
 
 _WHEN = re.compile(
     r"\bwhen\b|\bhow long\b|\bsince when\b|\bwhat time\b|\bhow (?:many|much) time\b"
@@ -74,8 +74,14 @@ def favour_dated(hits: Sequence[Hit], query: str, weight: float) -> list[Hit]:
     """For a query that asks when, raise the hits whose text says when; best first."""
     if weight <= 0 or not asks_when(query):
         return list(hits)
+    return _raise(hits, weight, lambda record: mentions_time(record.memory))
+
+
+def _raise(hits: Sequence[Hit], weight: float, chosen: Callable[[Record], bool]) -> list[Hit]:
+    """The hits, those whose record is ``chosen`` raised to ``s + weight * (1 - s)``; best
+    first."""
     raised = [Hit(h.record, min(1.0, h.score + weight * (1.0 - h.score)))
-              if mentions_time(h.record.memory) else h for h in hits]
+              if chosen(h.record) else h for h in hits]
     raised.sort(key=lambda h: (-h.score, h.record.id))
     return raised
 
@@ -119,12 +125,5 @@ def named_period(query: str) -> Period | None:
 def favour_period(hits: Sequence[Hit], period: Period, weight: float) -> list[Hit]:
     """Raise the hits whose memory became true within ``period``; best first."""
     start, end = period
-
-    def inside(hit: Hit) -> bool:
-        when = hit.record.valid_from or hit.record.created_at
-        return start <= to_datetime(when) < end
-
-    raised = [Hit(h.record, min(1.0, h.score + weight * (1.0 - h.score))) if inside(h) else h
-              for h in hits]
-    raised.sort(key=lambda h: (-h.score, h.record.id))
-    return raised
+    return _raise(hits, weight,
+                  lambda record: start <= to_datetime(record.valid_from or record.created_at) < end)
