@@ -11,7 +11,9 @@ exact: the ground truth). It waits for the background build, then times
 unscoped searches (limit 10) on both and reports recall@10 of the graph's
 answers against the exact ones; then closes the graph store (saving the
 graph), reopens it and times how long until the saved graph serves searches.
-Writes bench/results/ann_store.json.
+Last, filtered searches on the reopened store against exact ones: a filter keeping
+99% of the rows (like the one user of a personal agent, which the graph serves) and
+one user's 1,000 rows (ranked exactly). Writes bench/results/ann_store.json.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np  # noqa: E402
 from _common import machine, median, percentile, write_results  # noqa: E402
 from ann_probe import DIM, timed, vectors  # noqa: E402
 
+from memkit._filters import Condition, Filter  # noqa: E402
 from memkit.stores.base import Record  # noqa: E402
 from memkit.stores.sqlite import SQLiteStore  # noqa: E402
 
@@ -55,6 +58,17 @@ def until_ready(store: SQLiteStore, query: np.ndarray) -> float:
         if graph is not None and graph.ready and graph.covered == graph.fed:
             return time.perf_counter() - started
         time.sleep(0.5)
+
+
+def filtered(store: SQLiteStore, queries: np.ndarray, where: Filter) -> tuple[list[float], list[set[str]]]:
+    """Seconds per filtered search (limit 10), and the ids each found."""
+    times, answers = [], []
+    for q in queries:
+        t = time.perf_counter()
+        hits = store.search(q, limit=10, filter=where)
+        times.append(time.perf_counter() - t)
+        answers.append({h.record.id for h in hits})
+    return times, answers
 
 
 def main() -> None:
@@ -87,6 +101,14 @@ def main() -> None:
     load_seconds = until_ready(reopened, queries[0])
     again_times, again = timed(reopened, queries)
     recall_again = sum(len(a & b) for a, b in zip(again, truth, strict=True)) / (10 * len(queries))
+    scopes: dict[str, Any] = {}
+    for name, where in (("broad_99pct", Condition(field="user_id", operator="ne", value="user-0")),
+                        ("one_user_1k", Condition(field="user_id", operator="eq", value="user-7"))):
+        exact_scoped, scoped_truth = filtered(exact, queries, where)
+        scoped, scoped_found = filtered(reopened, queries, where)
+        hits = sum(len(a & b) for a, b in zip(scoped_found, scoped_truth, strict=True))
+        scopes[name] = {"p50": median(scoped), "p95": percentile(scoped, 95),
+                        "exact_p50": median(exact_scoped), "recall_at_10": hits / (10 * len(queries))}
     reopened.close()
     exact.close()
     result: dict[str, Any] = {
@@ -96,6 +118,7 @@ def main() -> None:
         "ann_p95": percentile(ann_times, 95), "recall_at_10": recall,
         "file_bytes": saved_bytes, "reopen_ready_seconds": load_seconds,
         "reopened_p50": median(again_times), "reopened_recall_at_10": recall_again,
+        "filtered": scopes,
     }
     print(result)
     write_results(args.out, {"machine": machine(), "load_before": load_before,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ import pytest
 
 from memkit._errors import ConfigError
 from memkit._filters import Condition
-from memkit.stores import _ann
+from memkit.stores import _ann, sqlite
 from memkit.stores.base import Record
 from memkit.stores.sqlite import SQLiteStore
 
@@ -240,6 +241,89 @@ def test_without_usearch_searches_are_exact(path: str, monkeypatch: pytest.Monke
     store.close()
     assert not Path(f"{path}.ann-memkit").exists()
     exact.close()
+
+
+@pytest.fixture
+def big(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Filtered searches treat these small matrices as big ones (over 25,000 rows)."""
+    monkeypatch.setattr(sqlite, "_SCORE_FIRST_ROWS", 100)
+    monkeypatch.setattr(sqlite, "_FEW_ROWS", 40)
+
+
+def owned(user: str, vectors: np.ndarray, start: int) -> list[Record]:
+    return [dataclasses.replace(r, user_id=user) for r in records(vectors, start)]
+
+
+def test_broad_filter_on_a_big_matrix_uses_the_graph(path: str, asked: list[int], big: None) -> None:
+    """A scope holding most rows (the one user of a personal agent) is searched like an
+    unscoped store, not by ranking every row it keeps."""
+    store = filled(path, ann_threshold=THRESHOLD)
+    exact = SQLiteStore(path, ann_threshold=None)
+    queries = clustered(40, seed=31)
+    ready(store, queries[0])
+    broad = Condition(field="user_id", operator="ne", value="u2")  # two rows in three
+    asked.clear()
+    found = 0
+    for q in queries:
+        hits = store.search(q, 10, broad)
+        assert len(hits) == 10 and {h.record.user_id for h in hits} <= {"u0", "u1"}
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        found += len({h.record.id for h in hits} & {h.record.id for h in exact.search(q, 10, broad)})
+    assert found / (10 * len(queries)) >= RECALL
+    assert len(asked) == len(queries)
+    [new] = owned("u0", queries[:1], start=5000)  # written after the graph took its rows in
+    store.insert([new])
+    assert store.search(queries[0], 1, broad)[0].record.id == new.id
+    store.close()
+    exact.close()
+
+
+def test_narrow_filters_on_a_big_matrix_stay_exact(path: str, asked: list[int], big: None) -> None:
+    """A scope of few rows ranks them all; one whose rows are too rare among the graph's
+    candidates falls back to that too: both exact."""
+    store = filled(path, ann_threshold=THRESHOLD)
+    store.insert(owned("solo", clustered(30, seed=32), start=2000))
+    store.insert(owned("rare", clustered(70, seed=33), start=3000))
+    exact = SQLiteStore(path, ann_threshold=None)
+    queries = clustered(20, seed=34)
+    ready(store, queries[0])
+    for user, graph_asked in (("solo", False), ("rare", True)):
+        scope = Condition(field="user_id", operator="eq", value=user)
+        asked.clear()
+        for q in queries:
+            hits = store.search(q, 10, scope)
+            assert [h.record.id for h in hits] == [h.record.id for h in exact.search(q, 10, scope)]
+        assert bool(asked) is graph_asked
+    store.close()
+    exact.close()
+
+
+def test_unclosed_store_stops_its_graph_at_exit(tmp_path: Path) -> None:
+    """A program that ends while the graph is being built exits cleanly: the thread is
+    stopped before the interpreter finalises (usearch aborts the process when it ends
+    inside one of its adds)."""
+    script = f"""
+import atexit
+state = {{}}
+# registered first, so it runs after memkit's own exit handler
+atexit.register(lambda: print("thread", "alive" if state["thread"].is_alive() else "stopped"))
+import uuid
+import numpy as np
+from memkit.stores.base import Record
+from memkit.stores.sqlite import SQLiteStore
+vectors = np.random.default_rng(0).standard_normal((20000, 384)).astype(np.float32)
+store = SQLiteStore({str(tmp_path / "exit.db")!r}, ann_threshold=1000)
+store.open(384, "test")
+store.insert([Record(id=str(uuid.uuid4()), memory=f"m{{i}}", hash=f"{{i:032x}}",
+                     created_at="2024-01-01T00:00:00+00:00", updated_at="2024-01-01T00:00:00+00:00",
+                     user_id="u", vector=v) for i, v in enumerate(vectors)])
+store.search(vectors[0], 5)
+state["thread"] = store._graph._thread
+print("building" if not store._graph.ready else "built")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["building", "thread", "stopped"]
 
 
 def test_below_the_threshold_or_disabled_no_graph(path: str) -> None:

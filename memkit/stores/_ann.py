@@ -14,6 +14,7 @@ A file that does not load, or whose header does not match, is discarded.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import importlib.util
@@ -21,6 +22,7 @@ import json
 import logging
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +38,9 @@ EXPANSION_ADD = 128
 EXPANSION_SEARCH = 256
 # rows added per hold of the lock once the graph serves searches
 _BATCH = 256
+# graphs whose thread runs: stopped at exit, since usearch aborts the process when the
+# interpreter ends inside one of its multi-threaded adds
+_RUNNING: weakref.WeakSet[Graph] = weakref.WeakSet()
 
 
 def usearch_index() -> type[Any] | None:
@@ -99,6 +104,7 @@ class Graph:
                 target=self._run, name=f"memkit-ann-{self.tables}", daemon=True
             )
             self._thread.start()
+            _RUNNING.add(self)
 
     def feed(self, item: Feed) -> None:
         with self._wake:
@@ -127,6 +133,7 @@ class Graph:
             self._wake.notify()
         if self._thread is not None:
             self._thread.join()
+        _RUNNING.discard(self)
         if save and self._unsaved:
             self._save()
 
@@ -254,3 +261,12 @@ class Graph:
             log.warning("could not save the ANN index %s: %s", self.path, exc)
             with contextlib.suppress(OSError):
                 os.remove(temporary)
+
+
+@atexit.register
+def _stop_all() -> None:
+    """Stop every running graph thread (each finishes its batch) and save its graph: a
+    store the program never closed ends as if it had been."""
+    for graph in list(_RUNNING):
+        with contextlib.suppress(Exception):
+            graph.close()

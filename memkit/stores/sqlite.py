@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -81,6 +81,10 @@ _ANN_FACTOR = 10
 _SCORE_FIRST_ROWS = 25_000
 _SCORE_FIRST_MIN = 256
 _SCORE_FIRST_FACTOR = 4
+#: the most graph candidates a filtered search checks before it reads the filter's rows
+_GRAPH_FILTER_MAX = 2_000
+#: past _SCORE_FIRST_ROWS, a filter keeping at most this many rows ranks them exactly
+_FEW_ROWS = 2_048
 # The change log is trimmed to its newest _LOG_KEEP entries once it exceeds _LOG_MAX.
 _LOG_MAX = 100_000
 _LOG_KEEP = 50_000
@@ -400,10 +404,10 @@ def _unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 class SQLiteStore(VectorStore):
     """Records, vectors, a full-text index and the history in one SQLite file.
 
-    Unscoped, unfiltered searches over ``ann_threshold`` live rows or more use an
-    HNSW graph (usearch, when installed) built in a background thread and saved
-    beside the file; its candidates are re-ranked exactly. ``ann_threshold=None``
-    (or 0) keeps every search exact.
+    Unscoped searches over ``ann_threshold`` live rows or more, and filtered ones over
+    more than 25,000 rows whose filter keeps many rows, use an HNSW graph (usearch, when
+    installed) built in a background thread and saved beside the file; its candidates
+    are re-ranked exactly. ``ann_threshold=None`` (or 0) keeps every search exact.
 
     >>> store = SQLiteStore(":memory:")
     >>> store.open(dimension=384, model="all-MiniLM-L6-v2")
@@ -733,28 +737,30 @@ class SQLiteStore(VectorStore):
         self, conn: sqlite3.Connection, index: _VectorIndex, query: Vector, limit: int,
         where: str, params: list[Any],
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """The exact top ``limit`` among the rows ``where`` keeps.
+        """The top ``limit`` among the rows ``where`` keeps.
 
         A matrix of up to ``_SCORE_FIRST_ROWS`` rows is scored whole and the filter checked
         on its best rows only, more of them while too few pass (sized by the share that
         did): once ``limit`` pass, no row below them ranks higher, so the answer is exact.
-        When that would check over a third of the rows, and on bigger matrices (where
-        scoring every row costs more than a selective filter saves), the rows the filter
-        keeps are read first and only they are ranked."""
+        Bigger matrices ask the graph, when it serves, for candidates and check the filter
+        on them (as approximate as an unscoped search: a scope holding most rows, such as
+        the one user of a personal agent). When that would check over a third of the
+        rows, when the graph cannot serve, or when too few of its candidates pass, the
+        rows the filter keeps are read first and only they are ranked (exact)."""
         live = index.size - index.dead
         if index.size > _SCORE_FIRST_ROWS:
-            positions = self._kept(conn, index, where, params)
+            positions, read = self._kept(conn, index, where, params, _FEW_ROWS + 1)
+            if read > _FEW_ROWS:
+                served = self._graph_filtered(conn, index, query, limit, where, params)
+                if served is not None:
+                    return served
+                positions, _ = self._kept(conn, index, where, params)
             return index.top(query, limit, positions)
         sims = index.scores(query)
         count = min(live, max(_SCORE_FIRST_MIN, _SCORE_FIRST_FACTOR * limit))
         while True:
             best = _best(sims, count)
-            rows = conn.execute(
-                f"SELECT seq FROM {self._records} WHERE seq IN"
-                f" (SELECT value FROM json_each(?)) AND ({where})",
-                [json.dumps(index.seqs[best].tolist()), *params],
-            ).fetchall()
-            passed = np.isin(index.seqs[best], np.array([r[0] for r in rows], np.int64))
+            passed = self._passing(conn, index.seqs[best], where, params)
             found = int(np.count_nonzero(passed))
             if found >= limit or count >= live:
                 best = best[passed][:limit]
@@ -762,16 +768,53 @@ class SQLiteStore(VectorStore):
             count = max(2 * count, -(-3 * limit * count // (2 * max(found, 1))))
             if 3 * count > live:
                 break
-        positions = self._kept(conn, index, where, params)
+        positions, _ = self._kept(conn, index, where, params)
         best = positions[_best(sims[positions], limit)]
         return index.seqs[best], sims[best]
 
+    def _graph_filtered(
+        self, conn: sqlite3.Connection, index: _VectorIndex, query: Vector, limit: int,
+        where: str, params: list[Any],
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None:
+        """The graph's candidates that pass the filter, re-ranked exactly; None when the
+        graph cannot serve or the filter keeps too few of its candidates. At least twice
+        ``limit`` must pass, so the answer does not rest on the graph's weakest ranks."""
+        near = self._graph_near(conn, index)
+        if near is None:
+            return None
+        live = index.size - index.dead
+        count = max(_ANN_MIN_CANDIDATES, _ANN_FACTOR * limit)
+        while True:
+            positions = near(query, count)
+            passed = positions[self._passing(conn, index.seqs[positions], where, params)]
+            if len(passed) >= 2 * limit or count >= live:
+                return index.top(query, limit, passed)
+            # the count at which twice ``limit`` should pass, by the share that did
+            count = max(2 * count, -(-3 * limit * count // max(len(passed), 1)))
+            if not len(passed) or count > _GRAPH_FILTER_MAX or 3 * count > live:
+                return None
+
+    def _passing(
+        self, conn: sqlite3.Connection, seqs: npt.NDArray[np.int64], where: str,
+        params: list[Any],
+    ) -> npt.NDArray[np.bool_]:
+        """Which of ``seqs`` the filter keeps (one query, however many)."""
+        rows = conn.execute(
+            f"SELECT seq FROM {self._records} WHERE seq IN"
+            f" (SELECT value FROM json_each(?)) AND ({where})",
+            [json.dumps(seqs.tolist()), *params],
+        ).fetchall()
+        return np.isin(seqs, np.array([r[0] for r in rows], np.int64))
+
     def _kept(
-        self, conn: sqlite3.Connection, index: _VectorIndex, where: str, params: list[Any]
-    ) -> npt.NDArray[np.intp]:
-        """The matrix positions of the live rows ``where`` keeps."""
-        rows = conn.execute(f"SELECT seq FROM {self._records} WHERE {where}", params).fetchall()
-        return index.positions(np.array([r[0] for r in rows], np.int64))
+        self, conn: sqlite3.Connection, index: _VectorIndex, where: str, params: list[Any],
+        most: int | None = None,
+    ) -> tuple[npt.NDArray[np.intp], int]:
+        """The matrix positions of the live rows ``where`` keeps, reading at most ``most``
+        rows, and how many rows were read."""
+        cap = f" LIMIT {int(most)}" if most is not None else ""
+        rows = conn.execute(f"SELECT seq FROM {self._records} WHERE {where}{cap}", params).fetchall()
+        return index.positions(np.array([r[0] for r in rows], np.int64)), len(rows)
 
     def keyword_search(self, text: str, limit: int, filter: Filter | None = None) -> list[Hit]:
         query = fts_query(text)
@@ -873,21 +916,36 @@ class SQLiteStore(VectorStore):
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """The exact top ``limit``, from the graph's candidates plus the rows changed since
         it was fed, re-ranked with the matrix; exact over all rows when that cannot be."""
-        graph = self._fed_graph(conn, index)
-        live = index.size - index.dead
-        if graph is None or not graph.ready or graph.covered < self._log_floor:
+        near = self._graph_near(conn, index)
+        if near is None:
             return index.top(query, limit)
+        positions = near(query, max(_ANN_MIN_CANDIDATES, _ANN_FACTOR * limit))
+        if len(positions) < min(limit, index.size - index.dead):
+            return index.top(query, limit)
+        return index.top(query, limit, positions)
+
+    def _graph_near(
+        self, conn: sqlite3.Connection, index: _VectorIndex
+    ) -> Callable[[Vector, int], npt.NDArray[np.intp]] | None:
+        """``near(query, count)``: the matrix positions of the graph's ``count`` candidates
+        and of every row changed since the graph took them in; None when the graph is
+        not used, not ready, or behind by more than a quarter of the rows (the product
+        is cheaper then)."""
+        graph = self._fed_graph(conn, index)
+        if graph is None or not graph.ready or graph.covered < self._log_floor:
+            return None
         rows = conn.execute(
             f"SELECT DISTINCT rec FROM {self._changes} WHERE seq > ?", (graph.covered,)
         ).fetchall()
-        if 4 * len(rows) > live:  # the graph is far behind: the product is cheaper
-            return index.top(query, limit)
-        keys = graph.candidates(query, max(_ANN_MIN_CANDIDATES, _ANN_FACTOR * limit))
+        if 4 * len(rows) > index.size - index.dead:
+            return None
         changed = np.array([r[0] for r in rows], np.int64)
-        positions = index.positions(np.unique(np.concatenate([keys, changed])))
-        if len(positions) < min(limit, live):
-            return index.top(query, limit)
-        return index.top(query, limit, positions)
+
+        def near(query: Vector, count: int) -> npt.NDArray[np.intp]:
+            keys = graph.candidates(query, count)
+            return index.positions(np.unique(np.concatenate([keys, changed])))
+
+        return near
 
     def _fed_graph(self, conn: sqlite3.Connection, index: _VectorIndex) -> Graph | None:
         """The graph, sent the changes the matrix has and it lacks; None when not used."""
