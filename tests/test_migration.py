@@ -54,3 +54,25 @@ def test_a_sqlite_file_written_by_the_previous_release_migrates(tmp_path: Path) 
                 vector_store=SQLiteStore(str(path))) as m:  # reopening is idempotent
         assert len(m.versions(city)) == 3
         assert len(m.history(city)) == 4
+
+
+def test_a_file_indexed_before_stemming_is_reindexed_once(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    shutil.copy(OLD_DB, path)
+
+    def fts_sql() -> str:
+        with sqlite3.connect(path) as conn:
+            row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'memkit_fts'").fetchone()
+        return str(row[0])
+
+    assert "porter" not in fts_sql()
+    with Memory(llm=ScriptedLLM(), embedder=HashEmbedder(),
+                vector_store=SQLiteStore(str(path))) as m:
+        found = m.search("living", user_id="alice", mode="keyword").results
+        assert [i.memory for i in found] == ["Lives in Berlin"]
+    assert "porter" in fts_sql()
+    with Memory(llm=ScriptedLLM(), embedder=HashEmbedder(),
+                vector_store=SQLiteStore(str(path))) as m:
+        m.add("Likes hiking", user_id="alice", infer=False)
+        assert [i.memory for i in m.search("hikes", user_id="alice", mode="keyword").results] == [
+            "Likes hiking"]

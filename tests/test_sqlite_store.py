@@ -180,6 +180,18 @@ def test_fts_query_quotes_every_word() -> None:
     assert fts_query("  * - ") is None
 
 
+def test_keyword_search_matches_english_words_by_their_stem(tmp_path: Path) -> None:
+    store = _store(tmp_path / "m.db")
+    store.insert([rec("a", "Caroline painted a sunset last week"),
+                  rec("b", "Melanie adopted two dogs"),
+                  rec("c", "Une randonnée à Zürich"),
+                  rec("d", "nothing of that kind")])
+    assert ids(store.keyword_search("paintings", limit=5)) == ["a"]
+    assert ids(store.keyword_search("adopting dog", limit=5)) == ["b"]
+    assert ids(store.keyword_search("randonnee zurich", limit=5)) == ["c"]  # folded, unstemmed
+    store.close()
+
+
 def test_scope_search_uses_the_scope_index(tmp_path: Path) -> None:
     store = _store(tmp_path / "m.db")
     where, params = translate(parse_filter({"user_id": "u", "n": {"gt": 1}}))

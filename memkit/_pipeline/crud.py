@@ -64,8 +64,8 @@ class SearchSettings:
     keyword_weight: float = 0.5
     candidates: int = 100
     temporal_weight: float = 0.3
-    keyword_exponent: float = 2.0
-    common_word_share: float = 0.25
+    keyword_exponent: float = 1.5
+    common_word_share: float = 0.35
 
 
 def search_flow(

@@ -89,6 +89,10 @@ _FEW_ROWS = 2_048
 _LOG_MAX = 100_000
 _LOG_KEEP = 50_000
 
+#: keyword search matches English words by their Porter stem ("paintings" finds "painted");
+#: the words of other languages as unicode61 reads them, case- and accent-folded
+_FTS_TOKENIZER = "porter unicode61"
+
 SQL = tuple[str, list[Any]]
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -487,7 +491,7 @@ class SQLiteStore(VectorStore):
             f"CREATE TABLE IF NOT EXISTS {ch} (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
             " rec INTEGER NOT NULL)",
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(memory,"
-            f" content='{c}_records', content_rowid='seq')",
+            f" content='{c}_records', content_rowid='seq', tokenize='{_FTS_TOKENIZER}')",
             *(
                 f'CREATE TRIGGER IF NOT EXISTS "{c}_vectors_{event.lower()}" AFTER {event} ON {v}'
                 f" BEGIN INSERT INTO {ch} (rec) VALUES ({row}.rec); END"
@@ -500,8 +504,14 @@ class SQLiteStore(VectorStore):
             f'CREATE TRIGGER IF NOT EXISTS "{c}_fts_update" AFTER UPDATE OF memory ON {r}'
             f" BEGIN {forget} INSERT INTO {fts} (rowid, memory) VALUES (new.seq, new.memory); END",
         ]
+        made = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (f"{c}_fts",)).fetchone()
+        restem = made is not None and _FTS_TOKENIZER not in made[0]
+        if restem:  # a file written before memkit stemmed: its index is rebuilt once
+            conn.execute(f"DROP TABLE {fts}")
         for statement in statements:
             conn.execute(statement)
+        if restem:
+            conn.execute(f"INSERT INTO {fts} ({fts}) VALUES ('rebuild')")
         # files written before memkit kept versions (or the lifecycle) lack these columns
         present = {row[1] for row in conn.execute(f"PRAGMA table_info({r})")}
         for column, kind in _ADDED_COLUMNS.items():
