@@ -8,6 +8,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -296,6 +297,42 @@ def test_narrow_filters_on_a_big_matrix_stay_exact(path: str, asked: list[int], 
         assert bool(asked) is graph_asked
     store.close()
     exact.close()
+
+
+def test_without_a_graph_a_broad_filter_is_scored_first(
+    path: str, big: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No graph (disabled, not installed, or still building): a broad scope is found by
+    scoring the matrix and checking its best rows, not by reading every row it keeps;
+    exact either way."""
+    store = filled(path, ann_threshold=None)  # m0..m1499, user u(i % 3)
+    store.insert(owned("rare", clustered(70, seed=33), start=3000))
+    texts = [f"m{i}" for i in range(1500)] + [f"m{3000 + j}" for j in range(70)]
+    vectors = np.concatenate([clustered(1500, seed=1), clustered(70, seed=33)])
+    users = [f"u{i % 3}" for i in range(1500)] + ["rare"] * 70
+    reads: list[int | None] = []
+    kept = SQLiteStore._kept
+
+    def spy(self: SQLiteStore, conn: Any, index: Any, where: str, params: list[Any],
+            most: int | None = None) -> Any:
+        reads.append(most)
+        return kept(self, conn, index, where, params, most)
+
+    monkeypatch.setattr(SQLiteStore, "_kept", spy)
+    scopes: list[tuple[Condition, set[str]]] = [
+        (Condition(field="user_id", operator="ne", value="u2"), {"u0", "u1", "rare"}),
+        (Condition(field="user_id", operator="eq", value="rare"), {"rare"}),
+    ]
+    for scope, kept_users in scopes:
+        reads.clear()
+        for q in clustered(20, seed=35):
+            sims = vectors @ q
+            order = [i for i in np.argsort(-sims, kind="stable") if users[i] in kept_users][:10]
+            assert [h.record.memory for h in store.search(q, 10, scope)] == [texts[i] for i in order]
+        if scope.operator == "ne":
+            assert reads and None not in reads  # the broad scope was never read whole
+    assert store._graph is None
+    store.close()
 
 
 def test_unclosed_store_stops_its_graph_at_exit(tmp_path: Path) -> None:

@@ -749,23 +749,35 @@ class SQLiteStore(VectorStore):
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """The top ``limit`` among the rows ``where`` keeps.
 
-        A matrix of up to ``_SCORE_FIRST_ROWS`` rows is scored whole and the filter checked
-        on its best rows only, more of them while too few pass (sized by the share that
-        did): once ``limit`` pass, no row below them ranks higher, so the answer is exact.
-        Bigger matrices ask the graph, when it serves, for candidates and check the filter
-        on them (as approximate as an unscoped search: a scope holding most rows, such as
-        the one user of a personal agent). When that would check over a third of the
-        rows, when the graph cannot serve, or when too few of its candidates pass, the
-        rows the filter keeps are read first and only they are ranked (exact)."""
+        Up to ``_SCORE_FIRST_ROWS`` rows: :meth:`_score_first` (exact). Past that, the
+        filter's rows are read first if there are at most ``_FEW_ROWS`` and ranked
+        (exact). A broader filter asks the graph, when it serves, for candidates and
+        checks the filter on them (as approximate as an unscoped search: a scope holding
+        most rows, such as the one user of a personal agent); if too few of them pass,
+        every row the filter keeps is read and ranked. Without a graph it is scored
+        first, as small matrices are."""
+        if index.size <= _SCORE_FIRST_ROWS:
+            return self._score_first(conn, index, query, limit, where, params)
+        positions, read = self._kept(conn, index, where, params, _FEW_ROWS + 1)
+        if read > _FEW_ROWS:
+            near = self._graph_near(conn, index)
+            if near is None:
+                return self._score_first(conn, index, query, limit, where, params)
+            served = self._graph_filtered(near, conn, index, query, limit, where, params)
+            if served is not None:
+                return served
+            positions, _ = self._kept(conn, index, where, params)
+        return index.top(query, limit, positions)
+
+    def _score_first(
+        self, conn: sqlite3.Connection, index: _VectorIndex, query: Vector, limit: int,
+        where: str, params: list[Any],
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The whole matrix scored, then the filter checked on its best rows only, more
+        of them while too few pass (sized by the share that did): once ``limit`` pass, no
+        row below them ranks higher, so the answer is exact. When that would check over
+        a third of the rows, the rows the filter keeps are read and ranked instead."""
         live = index.size - index.dead
-        if index.size > _SCORE_FIRST_ROWS:
-            positions, read = self._kept(conn, index, where, params, _FEW_ROWS + 1)
-            if read > _FEW_ROWS:
-                served = self._graph_filtered(conn, index, query, limit, where, params)
-                if served is not None:
-                    return served
-                positions, _ = self._kept(conn, index, where, params)
-            return index.top(query, limit, positions)
         sims = index.scores(query)
         count = min(live, max(_SCORE_FIRST_MIN, _SCORE_FIRST_FACTOR * limit))
         while True:
@@ -783,15 +795,12 @@ class SQLiteStore(VectorStore):
         return index.seqs[best], sims[best]
 
     def _graph_filtered(
-        self, conn: sqlite3.Connection, index: _VectorIndex, query: Vector, limit: int,
-        where: str, params: list[Any],
+        self, near: Callable[[Vector, int], npt.NDArray[np.intp]], conn: sqlite3.Connection,
+        index: _VectorIndex, query: Vector, limit: int, where: str, params: list[Any],
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None:
-        """The graph's candidates that pass the filter, re-ranked exactly; None when the
-        graph cannot serve or the filter keeps too few of its candidates. At least twice
-        ``limit`` must pass, so the answer does not rest on the graph's weakest ranks."""
-        near = self._graph_near(conn, index)
-        if near is None:
-            return None
+        """The graph's candidates (``near``) that pass the filter, re-ranked exactly; None
+        when the filter keeps too few of them. At least twice ``limit`` must pass, so the
+        answer does not rest on the graph's weakest ranks."""
         live = index.size - index.dead
         count = max(_ANN_MIN_CANDIDATES, _ANN_FACTOR * limit)
         while True:
