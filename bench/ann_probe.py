@@ -51,12 +51,14 @@ def vectors(kind: str, rng: np.random.Generator, basis: np.ndarray, n: int) -> n
     return block / np.linalg.norm(block, axis=1, keepdims=True)
 
 
-def timed(store: Any, queries: np.ndarray, field: str = "id") -> tuple[list[float], list[set[str]]]:
-    """Seconds per unscoped search (limit 10), and the ``field`` of the hits of each."""
+def timed(store: Any, queries: np.ndarray, field: str = "id",
+          where: Any = None) -> tuple[list[float], list[set[str]]]:
+    """Seconds per search (limit 10; unscoped unless ``where`` filters), and the ``field``
+    of the hits of each."""
     times, answers = [], []
     for q in queries:
         t = time.perf_counter()
-        hits = store.search(q, limit=10)
+        hits = store.search(q, limit=10, filter=where)
         times.append(time.perf_counter() - t)
         answers.append({getattr(h.record, field) for h in hits})
     return times, answers

@@ -144,11 +144,7 @@ class _Shell:
         self._graph_depth = graph_cfg.search_depth
         self._graph = None if graph_store is None else GraphSettings(
             graph_store.joins(vector_store), graph_cfg.entity_threshold)
-        self._search_settings = SearchSettings(cfg.search.mode, cfg.search.vector_weight,
-                                      cfg.search.keyword_weight, cfg.search.candidates,
-                                      cfg.search.temporal_weight,
-                                      cfg.search.keyword_exponent,
-                                      cfg.search.common_word_share)
+        self._search_settings = SearchSettings(**cfg.search.model_dump())
         #: what "now" is (a test passes a clock it moves)
         self._clock = clock or utcnow
         life = cfg.lifecycle

@@ -59,13 +59,15 @@ SearchMode = Literal["hybrid", "vector", "keyword"]
 
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
-    mode: SearchMode | None = None
-    vector_weight: float = 0.5
-    keyword_weight: float = 0.5
-    candidates: int = 100
-    temporal_weight: float = 0.3
-    keyword_exponent: float = 1.5
-    common_word_share: float = 0.35
+    """The ``search`` section of the config (its defaults live there)."""
+
+    mode: SearchMode | None
+    vector_weight: float
+    keyword_weight: float
+    candidates: int
+    temporal_weight: float
+    keyword_exponent: float
+    common_word_share: float
 
 
 def search_flow(
