@@ -249,6 +249,9 @@ def big(monkeypatch: pytest.MonkeyPatch) -> None:
     """Filtered searches treat these small matrices as big ones (over 25,000 rows)."""
     monkeypatch.setattr(sqlite, "_SCORE_FIRST_ROWS", 100)
     monkeypatch.setattr(sqlite, "_FEW_ROWS", 40)
+    # Here a grown candidate count would cover a third of the rows, where the graph may
+    # serve a rare scope approximately; past 150 candidates the search reads the rows.
+    monkeypatch.setattr(sqlite, "_GRAPH_FILTER_MAX", 150)
 
 
 def owned(user: str, vectors: np.ndarray, start: int) -> list[Record]:
