@@ -780,9 +780,14 @@ class SQLiteStore(VectorStore):
         live = index.size - index.dead
         sims = index.scores(query)
         count = min(live, max(_SCORE_FIRST_MIN, _SCORE_FIRST_FACTOR * limit))
+        checked = np.empty(0, np.intp)  # positions whose filter result is known
+        kept = np.empty(0, np.intp)  # those of them that pass
         while True:
             best = _best(sims, count)
-            passed = self._passing(conn, index.seqs[best], where, params)
+            new = best[~np.isin(best, checked)]  # a wider round checks only its new rows
+            kept = np.concatenate([kept, new[self._passing(conn, index.seqs[new], where, params)]])
+            checked = np.concatenate([checked, new])
+            passed = np.isin(best, kept)
             found = int(np.count_nonzero(passed))
             if found >= limit or count >= live:
                 best = best[passed][:limit]
