@@ -179,6 +179,18 @@ def test_an_onnxruntime_that_cannot_run_the_rewrite_uses_the_float_path(
     np.testing.assert_allclose(vectors, float_path_embeddings(texts), atol=1e-5)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only")
+def test_a_forked_child_embeds_with_the_model_its_parent_loaded(embedder: LocalEmbedder) -> None:
+    import multiprocessing
+
+    texts = [text for text in SENTENCES if text]
+    expected = embedder.embed(texts)  # loaded, and its worker threads started, before the fork
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        child = pool.apply_async(embedder.embed, (texts,)).get(timeout=60)
+
+    np.testing.assert_allclose(child, expected, atol=1e-6)
+
+
 def test_related_sentences_are_nearer(embedder: LocalEmbedder) -> None:
     query, related, *unrelated = embedder.embed(
         [

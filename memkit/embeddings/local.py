@@ -133,7 +133,10 @@ class LocalEmbedder(Embedder):
     """Sentence embeddings from all-MiniLM-L6-v2: mean-pooled, L2-normalised, 384 floats.
 
     The model loads on the first :meth:`embed` and is shared by every embedder of
-    the process that uses the same files and thread count.
+    the process that uses the same files and thread count. ``threads``: the cores
+    it uses (default: all this process may run on). ``batch_size``: texts per model
+    run of a model with float weights; one with int8 weights (the packaged one) runs
+    one text a run, ``threads`` runs at once.
     """
 
     dimension = DIMENSION
@@ -183,6 +186,8 @@ class _Runtime:
     alone: bool = False
     #: runs the model runs of one call in parallel (one thread each), when ``alone``
     workers: ThreadPoolExecutor | None = None
+    #: the process the workers belong to: a forked child has the pool but not its threads
+    pid: int = 0
 
     def encode(self, texts: Sequence[str], batch_size: int) -> npt.NDArray[np.float32]:
         """Mean-pooled rows (not yet normalised). Unless each text runs ``alone``, batched
@@ -209,7 +214,7 @@ class _Runtime:
         def run(batch: npt.NDArray[np.intp]) -> None:
             pooled[batch] = self._run([encodings[i] for i in batch], int(lengths[batch[-1]]))
 
-        if self.workers is None or len(runs) == 1:
+        if self.workers is None or len(runs) == 1 or os.getpid() != self.pid:
             for batch in runs:
                 run(batch)
         else:
@@ -282,7 +287,7 @@ def _build(files: ModelFiles, threads: int) -> _Runtime:
     if alone and threads > 1:
         workers = ThreadPoolExecutor(threads, thread_name_prefix="memkit-embedding")
     return _Runtime(session, tokenizer, input_names, 0 if pad_id is None else int(pad_id), alone,
-                    workers)
+                    workers, os.getpid())
 
 
 def _session(ort: Any, model: bytes, threads: int) -> tuple[Any, bool]:
