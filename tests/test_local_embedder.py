@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -165,11 +166,17 @@ def test_one_scale_for_the_whole_matrix_becomes_one_per_column() -> None:
     assert [(o.domain, o.version) for o in result.opset_import] == [("com.microsoft", 1)]
 
 
-def test_an_onnxruntime_that_cannot_run_the_rewrite_uses_the_float_path(
-    monkeypatch: pytest.MonkeyPatch,
+def unreadable(model: bytes) -> tuple[bytes, int]:
+    raise AttributeError("module 'google.protobuf.message_factory' has no attribute ...")
+
+
+@pytest.mark.parametrize("rewrite", [lambda model: (b"not an onnx model", 36), unreadable],
+                         ids=["onnxruntime refuses the rewrite", "the rewrite fails"])
+def test_without_the_int8_rewrite_the_float_path_runs(
+    monkeypatch: pytest.MonkeyPatch, rewrite: Any,
 ) -> None:
     assert PACKAGED is not None
-    monkeypatch.setattr(local, "dynamic_int8", lambda model: (b"not an onnx model", 36))
+    monkeypatch.setattr(local, "dynamic_int8", rewrite)
     texts = [text for text in SENTENCES if text]
 
     runtime = local._build(PACKAGED, 1)
@@ -179,14 +186,22 @@ def test_an_onnxruntime_that_cannot_run_the_rewrite_uses_the_float_path(
     np.testing.assert_allclose(vectors, float_path_embeddings(texts), atol=1e-5)
 
 
+_FORKED: list[LocalEmbedder] = []  # the parent's embedder, as a forked child inherits it
+
+
+def _embed_in_child(texts: list[str]) -> Vector:
+    return _FORKED[0].embed(texts)
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only")
 def test_a_forked_child_embeds_with_the_model_its_parent_loaded(embedder: LocalEmbedder) -> None:
     import multiprocessing
 
     texts = [text for text in SENTENCES if text]
     expected = embedder.embed(texts)  # loaded, and its worker threads started, before the fork
+    _FORKED[:] = [embedder]
     with multiprocessing.get_context("fork").Pool(1) as pool:
-        child = pool.apply_async(embedder.embed, (texts,)).get(timeout=60)
+        child = pool.apply_async(_embed_in_child, (texts,)).get(timeout=60)
 
     np.testing.assert_allclose(child, expected, atol=1e-6)
 

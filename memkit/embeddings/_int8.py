@@ -86,7 +86,10 @@ def _model_class() -> Any:
                 field.type_name = f".memkit_onnx_subset.{type_name}"
     pool = descriptor_pool.DescriptorPool()
     pool.Add(file)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("memkit_onnx_subset.ModelProto"))
+    model = pool.FindMessageTypeByName("memkit_onnx_subset.ModelProto")
+    if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.21
+        return message_factory.GetMessageClass(model)
+    return message_factory.MessageFactory(pool).GetPrototype(model)
 
 
 def dynamic_int8(model: bytes) -> tuple[bytes, int]:

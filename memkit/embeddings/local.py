@@ -295,7 +295,10 @@ def _session(ort: Any, model: bytes, threads: int) -> tuple[Any, bool]:
     run, and True: its texts then run one at a time, ``threads`` at once (a short query
     took 1.6 ms on one thread, 1.9 on two). As it is, on ``threads`` threads a run, and
     False, when it has no int8 weights or this onnxruntime cannot run the rewritten graph."""
-    fast, rewritten = dynamic_int8(model)
+    try:
+        fast, rewritten = dynamic_int8(model)
+    except Exception:  # e.g. a protobuf too old for the rewrite: the float path
+        fast, rewritten = model, 0
     if rewritten:
         try:
             return ort.InferenceSession(fast, sess_options=_options(ort, 1),
