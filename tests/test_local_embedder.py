@@ -186,6 +186,33 @@ def test_without_the_int8_rewrite_the_float_path_runs(
     np.testing.assert_allclose(vectors, float_path_embeddings(texts), atol=1e-5)
 
 
+def test_a_long_call_does_not_hold_up_a_short_one(
+    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    many = [f"{text} ({i})" for i in range(300) for text in SENTENCES if text]  # 3,300 runs
+    runs: list[int] = []  # one entry per model run, appended as it starts
+    real_run = local._Runtime._run
+
+    def run(self: Any, encodings: list[Any], width: int) -> Any:
+        runs.append(len(encodings))
+        return real_run(self, encodings, width)
+
+    monkeypatch.setattr(local._Runtime, "_run", run)
+    long = threading.Thread(target=embedder.embed, args=(many,))
+    long.start()
+    while len(runs) < 200 and long.is_alive():  # well under way: a shared queue holds all its runs
+        threading.Event().wait(0.001)
+
+    embedder.embed(["User likes Python", "Prefers dark mode in every editor."])
+    started_by_then = len(runs)
+    long.join()
+
+    # the two texts did not wait for the 3,300 (a shared queue would have run those first)
+    assert started_by_then < len(many) // 2, started_by_then
+
+
 _FORKED: list[LocalEmbedder] = []  # the parent's embedder, as a forked child inherits it
 
 

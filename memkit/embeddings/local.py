@@ -20,8 +20,7 @@ import hashlib
 import importlib.util
 import os
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -184,10 +183,8 @@ class _Runtime:
     #: one text per model run: activations quantised per run (:mod:`._int8`) would
     #: otherwise make a text's vector depend on the texts batched with it
     alone: bool = False
-    #: runs the model runs of one call in parallel (one thread each), when ``alone``
-    workers: ThreadPoolExecutor | None = None
-    #: the process the workers belong to: a forked child has the pool but not its threads
-    pid: int = 0
+    #: model runs of one call at once, when ``alone`` (each run takes one core)
+    threads: int = 1
 
     def encode(self, texts: Sequence[str], batch_size: int) -> npt.NDArray[np.float32]:
         """Mean-pooled rows (not yet normalised). Unless each text runs ``alone``, batched
@@ -211,15 +208,17 @@ class _Runtime:
             runs.append(order[start:end])
             start = end
 
-        def run(batch: npt.NDArray[np.intp]) -> None:
-            pooled[batch] = self._run([encodings[i] for i in batch], int(lengths[batch[-1]]))
+        def share(part: int, parts: int) -> Callable[[], None]:
+            def run() -> None:
+                for batch in runs[part::parts]:
+                    pooled[batch] = self._run([encodings[i] for i in batch],
+                                              int(lengths[batch[-1]]))
+            return run
 
-        if self.workers is None or len(runs) == 1 or os.getpid() != self.pid:
-            for batch in runs:
-                run(batch)
-        else:
-            for _ in self.workers.map(run, runs):
-                pass
+        # Threads of this call's own, not a shared pool: another caller's runs never
+        # queue behind these (a 10,000-text re-embedding does not stall a search).
+        parts = min(self.threads if self.alone else 1, len(runs))
+        _in_parallel([share(part, parts) for part in range(parts)])
         return pooled
 
     def _run(self, encodings: list[Any], width: int) -> npt.NDArray[np.float32]:
@@ -283,11 +282,33 @@ def _build(files: ModelFiles, threads: int) -> _Runtime:
     tokenizer.no_padding()
     tokenizer.enable_truncation(MAX_TOKENS)
     pad_id = tokenizer.token_to_id("[PAD]")
-    workers = None
-    if alone and threads > 1:
-        workers = ThreadPoolExecutor(threads, thread_name_prefix="memkit-embedding")
     return _Runtime(session, tokenizer, input_names, 0 if pad_id is None else int(pad_id), alone,
-                    workers, os.getpid())
+                    threads)
+
+
+def _in_parallel(jobs: Sequence[Callable[[], object]]) -> None:
+    """The first job on this thread, each other one on a thread of its own; the first
+    exception is raised once all have ended."""
+    errors: list[BaseException] = []
+
+    def guarded(job: Callable[[], object]) -> None:
+        try:
+            job()
+        except BaseException as exc:  # re-raised in the caller
+            errors.append(exc)
+
+    helpers = [threading.Thread(target=guarded, args=(job,), name="memkit-embedding", daemon=True)
+               for job in jobs[1:]]
+    for helper in helpers:
+        helper.start()
+    try:
+        if jobs:
+            jobs[0]()
+    finally:
+        for helper in helpers:
+            helper.join()
+    if errors:
+        raise errors[0]
 
 
 def _session(ort: Any, model: bytes, threads: int) -> tuple[Any, bool]:
