@@ -315,7 +315,8 @@ def _session(ort: Any, model: bytes, threads: int) -> tuple[Any, bool]:
     """The model with its int8 weights multiplied as int8 (:mod:`._int8`) on one thread a
     run, and True: its texts then run one at a time, ``threads`` at once (a short query
     took 1.6 ms on one thread, 1.9 on two). As it is, on ``threads`` threads a run, and
-    False, when it has no int8 weights or this onnxruntime cannot run the rewritten graph."""
+    False, when it has no int8 weights, or the rewrite fails (an older protobuf) or does
+    not run (an onnxruntime without the contrib op)."""
     try:
         fast, rewritten = dynamic_int8(model)
     except Exception:  # e.g. a protobuf too old for the rewrite: the float path
