@@ -31,7 +31,8 @@ class EmbedderConfig(_Section):
 
 
 class VectorStoreConfig(_Section):
-    """``provider``: sqlite (default), memory, qdrant, chroma or pgvector."""
+    """``provider``: sqlite (default), memory, qdrant, chroma, pgvector, milvus, lancedb or faiss
+    (``memkit.stores.PROVIDERS``)."""
 
     provider: str = "sqlite"
     config: dict[str, Any] = Field(default_factory=dict)

@@ -10,6 +10,7 @@ PROVIDERS: dict[str, str] = {
     "pgvector": "memkit.stores.pgvector:PgVectorStore",
     "milvus": "memkit.stores.milvus:MilvusStore",
     "lancedb": "memkit.stores.lancedb:LanceDBStore",
+    "faiss": "memkit.stores.faiss:FaissStore",
 }
 
 __all__ = ["PROVIDERS", "Hit", "Record", "VectorStore", "WriteBatch"]

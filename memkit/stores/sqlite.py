@@ -1014,30 +1014,39 @@ class SQLiteStore(VectorStore):
         self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
         order: Order = "id",
     ) -> tuple[list[Record], str | None]:
-        where, params = translate(filter)
-        if order == "newest":
-            by = "created_at DESC, id DESC"
-            if cursor is not None:
-                where, params = f"({where}) AND (created_at, id) < (?, ?)", [*params, *cursor_key(cursor)]
-        else:
-            by = "id"
-            if cursor is not None:
-                where, params = f"({where}) AND id > ?", [*params, cursor]
         with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {_SELECT} FROM {self._records} WHERE {where} ORDER BY {by} LIMIT ?",
-                [*params, max(limit, 0) + 1],
-            ).fetchall()
-        page = [_record(row) for row in rows[:limit]]
-        return page, (cursor_of(page[-1], order) if len(rows) > limit and page else None)
+            return select_page(conn, self._records, filter, limit, cursor, order)
 
     def count(self, filter: Filter | None = None) -> int:
-        where, params = translate(filter)
         with self._read() as conn:
-            (n,) = conn.execute(
-                f"SELECT count(*) FROM {self._records} WHERE {where}", params
-            ).fetchone()
-        return int(n)
+            return count_rows(conn, self._records, filter)
+
+
+def select_page(conn: sqlite3.Connection, table: str, filter: Filter | None, limit: int,
+                cursor: str | None, order: Order) -> tuple[list[Record], str | None]:
+    """One ``list`` page of a records ``table`` (its columns those of ``_RECORD_COLUMNS``)."""
+    where, params = translate(filter)
+    if order == "newest":
+        by = "created_at DESC, id DESC"
+        if cursor is not None:
+            where, params = f"({where}) AND (created_at, id) < (?, ?)", [*params, *cursor_key(cursor)]
+    else:
+        by = "id"
+        if cursor is not None:
+            where, params = f"({where}) AND id > ?", [*params, cursor]
+    rows = conn.execute(
+        f"SELECT {_SELECT} FROM {table} WHERE {where} ORDER BY {by} LIMIT ?",
+        [*params, max(limit, 0) + 1],
+    ).fetchall()
+    page = [_record(row) for row in rows[:limit]]
+    return page, (cursor_of(page[-1], order) if len(rows) > limit and page else None)
+
+
+def count_rows(conn: sqlite3.Connection, table: str, filter: Filter | None) -> int:
+    """How many rows of a records ``table`` match ``filter``."""
+    where, params = translate(filter)
+    (n,) = conn.execute(f"SELECT count(*) FROM {table} WHERE {where}", params).fetchone()
+    return int(n)
 
 
 def _drop_tables(conn: sqlite3.Connection, tables: str) -> None:

@@ -114,6 +114,19 @@ def _reopen_lancedb(store: VectorStore) -> VectorStore:
     return LanceDBStore(store.path, collection_name=store.collection_name)
 
 
+def _faiss(tmp: pytest.TempPathFactory, name: str) -> VectorStore:
+    from memkit.stores.faiss import FaissStore
+
+    return FaissStore(os.fspath(tmp.mktemp("faiss")), collection_name=name)
+
+
+def _reopen_faiss(store: VectorStore) -> VectorStore:
+    from memkit.stores.faiss import FaissStore
+
+    assert isinstance(store, FaissStore)
+    return FaissStore(store.path, collection_name=store.collection_name)
+
+
 def _milvus(tmp: pytest.TempPathFactory, name: str) -> VectorStore:
     from memkit.stores.milvus import MilvusStore
 
@@ -153,6 +166,7 @@ FACTORIES: dict[str, StoreFactory] = {
     "pgvector": StoreFactory(_pgvector, reopen=_reopen_pgvector),
     "lancedb": StoreFactory(_lancedb, reopen=_reopen_lancedb),
     "milvus": StoreFactory(_milvus, reopen=_reopen_milvus),
+    "faiss": StoreFactory(_faiss, reopen=_reopen_faiss),
 }
 
 
