@@ -5,13 +5,25 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from memkit._errors import ConfigError
+from memkit._hints import unknown_key
 from memkit._mem0_config import translate
 
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            valid = set(cls.model_fields)
+            for key in value:
+                if key not in valid:
+                    raise ValueError(unknown_key(_where(cls), str(key), valid))
+        return value
 
 
 class LLMConfig(_Section):
@@ -147,6 +159,35 @@ class MemoryConfig(_Section):
     @classmethod
     def _provider_string(cls, value: Any) -> Any:
         return {"provider": value} if isinstance(value, str) else value
+
+
+_SECTION_NAMES = {"LLMConfig": "llm", "EmbedderConfig": "embedder", "VectorStoreConfig": "vector_store",
+                  "HistoryConfig": "history", "GraphStoreConfig": "graph_store",
+                  "CustomPrompts": "custom_prompts", "SearchConfig": "search",
+                  "LifecycleConfig": "lifecycle", "MemoryConfig": "the config"}
+
+
+def _where(cls: type[BaseModel]) -> str:
+    return _SECTION_NAMES.get(cls.__name__, cls.__name__)
+
+
+def load_config(config: MemoryConfig | dict[str, Any] | None) -> MemoryConfig:
+    """``config`` validated; a mistake is a :class:`ConfigError` that names the key and the fix."""
+    if isinstance(config, MemoryConfig):
+        return config
+    try:
+        return MemoryConfig.model_validate(config or {})
+    except ValidationError as exc:
+        raise ConfigError(_config_message(exc)) from None
+
+
+def _config_message(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "config"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        lines.append(message if message.startswith("unknown key") else f"{where}: {message}")
+    return "invalid config: " + "; ".join(lines)
 
 
 def default_llm_config() -> dict[str, Any]:

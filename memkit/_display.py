@@ -25,8 +25,36 @@ def cell(value: Any) -> str:
     return str(value)
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+def _clip(text: str, width: int = MAX_CELL) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def plural(count: int, noun: str) -> str:
+    """``"1 event"``, ``"2 events"``, ``"2 memories"``."""
+    if count == 1:
+        return f"{count} {noun}"
+    return f"{count} {noun[:-1]}ies" if noun.endswith("y") else f"{count} {noun}s"
+
+
+REPR_WIDTH = 100
+
+
+def one_line(kind: str, *parts: str, text: str | None = None, **fields: Any) -> str:
+    """A repr that fits a terminal line: ``<kind part 'text' key=value ...>``; the text is
+    clipped so that the line stays within ``REPR_WIDTH``, and empty fields are left out."""
+    tail = "".join(f" {k}={cell(v)}" for k, v in fields.items() if v not in (None, "", {}, []))
+    head = " ".join((kind, *parts))
+    if text is None:
+        return f"<{head}{tail}>"
+    room = max(12, REPR_WIDTH - len(head) - len(tail) - 5)
+    return f"<{head} {_clip(text.replace(chr(10), ' '), room)!r}{tail}>"
+
+
+def scope_of(item: Any) -> str | None:
+    """``user=alice agent=bot`` style scope, or None when no id is set."""
+    parts = [f"{name}={value}" for name, value in (
+        ("user", item.user_id), ("agent", item.agent_id), ("run", item.run_id)) if value]
+    return " ".join(parts) or None
 
 
 def text_table(title: str, columns: Sequence[str], rows: Sequence[Row]) -> str:

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+#: how to go on without an LLM, as Python says it; the CLI says ``--no-infer`` instead
+NO_LLM_FIX = "call add with infer=False"
+NO_LLM_FIX_CLI = "run memkit add with --no-infer"
+
 
 class MemkitError(Exception):
     """Base class of every memkit error."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__module__ == __name__:  # tracebacks say memkit.LLMError, where users import it from
+            cls.__module__ = "memkit"
+
+
+MemkitError.__module__ = "memkit"
 
 
 class ScopeError(MemkitError, ValueError):

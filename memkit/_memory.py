@@ -10,9 +10,10 @@ from functools import partial
 from os import PathLike, fspath
 from typing import Any, Self
 
-from memkit._config import GraphStoreConfig, MemoryConfig, default_llm_config
+from memkit._config import GraphStoreConfig, MemoryConfig, default_llm_config, load_config
 from memkit._errors import ConfigError, MemkitError, ScopeError
 from memkit._filters import Condition, Filter, all_of, parse_filter
+from memkit._hints import check_options, unknown_provider
 from memkit._imports import load_object
 from memkit._models import (
     AddResult,
@@ -101,8 +102,9 @@ Timestamp = datetime | str | int | float
 
 def _build(kind: str, registry: dict[str, str], provider: str, options: dict[str, Any]) -> Any:
     if provider not in registry:
-        raise ConfigError(f"unknown {kind} provider {provider!r}; choose one of {sorted(registry)}")
+        raise ConfigError(unknown_provider(kind, provider, registry))
     cls = load_object(registry[provider])
+    check_options(f"{kind.replace(' ', '_')}.config ({provider})", cls, options)
     try:
         return cls(**options)
     except TypeError as exc:
@@ -126,7 +128,7 @@ class _Shell:
         clock: Callable[[], datetime] | None = None,
         graph_store: GraphStore | None = None,
     ) -> None:
-        cfg = config if isinstance(config, MemoryConfig) else MemoryConfig.model_validate(config or {})
+        cfg = load_config(config)
         self.config = cfg
         if llm is None:
             llm = _build("llm", LLMS, cfg.llm.provider, {**default_llm_config(), **cfg.llm.config})
@@ -181,7 +183,7 @@ class _Shell:
     @classmethod
     def from_config(cls, config_dict: dict[str, Any], **components: Any) -> Self:
         """Build from a config dict; components (llm=, embedder=, ...) override it."""
-        return cls(MemoryConfig.model_validate(config_dict), **components)
+        return cls(load_config(config_dict), **components)
 
     def __repr__(self) -> str:
         llm = self._runtime.llm

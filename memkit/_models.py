@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memkit._display import html_table, text_table
+from memkit._display import html_table, one_line, plural, scope_of, text_table
 
 Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 GraphEventName = Literal["RELATION_ADD", "RELATION_CLOSE", "RELATION_DELETE", "ENTITY_DELETE"]
@@ -30,6 +30,12 @@ class _Model(BaseModel):
     def get(self, key: str, default: Any = None) -> Any:
         """The field ``key``, or ``default`` when the model has no such field."""
         return getattr(self, key) if key in self else default
+
+    def __repr__(self) -> str:
+        """One line: the fields that differ from their defaults (``str()`` gives the table)."""
+        fields = {name: value for name, value in self if value != type(self).model_fields[name].default
+                  and not isinstance(value, BaseModel | list)}
+        return one_line(type(self).__name__, **fields)
 
 
 class _StoredMemory(_Model):
@@ -58,6 +64,10 @@ class MemoryItem(_StoredMemory):
     decayed since its last access when decay is on (see ``docs/lifecycle.md``)."""
 
     score: float | None = None
+
+    def __repr__(self) -> str:
+        return one_line("MemoryItem", self.id[:8], *filter(None, [scope_of(self)]), text=self.memory,
+                        score=self.score, type=self.memory_type)
 
     def __str__(self) -> str:
         return text_table(f"memory {self.id}", ["field", "value"], self._rows())
@@ -89,6 +99,9 @@ class MemoryEvent(_Model):
     user_id: str | None = None
     agent_id: str | None = None
     run_id: str | None = None
+
+    def __repr__(self) -> str:
+        return one_line(self.event, self.id[:8], *filter(None, [scope_of(self)]), text=self.memory)
 
 
 class OperationError(_Model):
@@ -126,8 +139,8 @@ class Usage(_Model):
         )
 
 
-_ADD_COLUMNS = ["event", "id", "memory", "old_memory"]
-_SEARCH_COLUMNS = ["score", "id", "memory", "location", "user_id", "agent_id", "run_id",
+_ADD_COLUMNS = ["event", "id", "memory", "old_memory", "metadata"]
+_SEARCH_COLUMNS = ["score", "id", "memory", "location", "metadata", "user_id", "agent_id", "run_id",
                    "updated_at"]
 _HISTORY_COLUMNS = ["timestamp", "event", "old_value", "new_value"]
 
@@ -192,10 +205,18 @@ class AddResult(_Model):
         return len(self.results)
 
     def _table(self) -> tuple[str, list[str], list[tuple[Any, ...]]]:
-        title = f"{len(self.results)} events, {self.usage.llm_calls} LLM calls"
+        title = f"{plural(len(self.results), 'event')}, {plural(self.usage.llm_calls, 'LLM call')}"
         if self.errors:
             title += f", {len(self.errors)} skipped: " + "; ".join(e.message for e in self.errors)
-        return title, _ADD_COLUMNS, [(e.event, e.id, e.memory, e.old_memory) for e in self.results]
+        columns = [c for c in _ADD_COLUMNS if c in ("event", "id", "memory")
+                   or any(getattr(e, c) for e in self.results)]
+        return title, columns, [tuple(getattr(e, c) for c in columns) for e in self.results]
+
+    def __repr__(self) -> str:
+        events = ", ".join(f"{e.event} {e.memory[:24]!r}" for e in self.results[:3])
+        more = f" +{len(self.results) - 3}" if len(self.results) > 3 else ""
+        return one_line("AddResult", plural(len(self.results), "event") + (f": {events}{more}" if events else ""),
+                        llm_calls=self.usage.llm_calls, skipped=len(self.errors) or None)
 
     def __str__(self) -> str:
         return text_table(*self._table())
@@ -238,9 +259,17 @@ class SearchResult(_Model):
         return len(self.results)
 
     def _table(self) -> tuple[str, list[str], list[tuple[Any, ...]]]:
-        columns = [c for c in _SEARCH_COLUMNS if any(getattr(m, c) is not None for m in self.results)]
+        columns = [c for c in _SEARCH_COLUMNS if any(getattr(m, c) not in (None, {}) for m in self.results)]
         rows = [tuple(getattr(m, c) for c in columns) for m in self.results]
-        return f"{len(self.results)} memories", columns or ["memory"], rows
+        return plural(len(self.results), "memory"), columns or ["memory"], rows
+
+    def __repr__(self) -> str:
+        best = ", ".join(f"{m.memory[:24]!r}" + (f" ({m.score:.2f})" if m.score is not None else "")
+                         for m in self.results[:2])
+        more = f" +{len(self.results) - 2}" if len(self.results) > 2 else ""
+        relations = plural(len(self.relations), "relation") if self.relations else None
+        return one_line("SearchResult", plural(len(self.results), "memory") + (f": {best}{more}" if best else ""),
+                        graph=relations)
 
     def __str__(self) -> str:
         return text_table(*self._table())
@@ -267,6 +296,11 @@ class HistoryRecord(_Model):
     role: str | None = None
     #: the id of the event this one undid (``Memory.revert``)
     reverts: str | None = None
+
+    def __repr__(self) -> str:
+        return one_line("HistoryRecord", self.event, self.memory_id[:8], self.timestamp.isoformat(" ", "seconds"),
+                        text=self.new_value if self.new_value is not None else self.old_value,
+                        actor=self.actor_id)
 
 
 class ConsolidationCluster(_Model):
@@ -320,6 +354,20 @@ class MemoryStats(_Model):
     most_accessed: list[MemoryItem] = Field(default_factory=list)
     top_entities: dict[str, int] = Field(default_factory=dict)
     decay: bool = False
+
+    def __repr__(self) -> str:
+        types = ", ".join(f"{name} {count}" for name, count in sorted(
+            self.by_type.items(), key=lambda item: -item[1])[:4])
+        fields: dict[str, Any] = {k: v for k, v in self.by_state.items() if k != "current" and v}
+        fields["decay"] = "on" if self.decay else None
+        return one_line("MemoryStats", plural(self.memories, "memory") + (f" ({types})" if types else ""), **fields)
+
+    def __str__(self) -> str:
+        rows: list[tuple[str, Any]] = [("memories", self.memories), ("by type", self.by_type),
+                                       ("by state", self.by_state), ("decay", "on" if self.decay else "off")]
+        if self.top_entities:
+            rows.append(("top entities", self.top_entities))
+        return text_table("memory stats", ["what", "value"], rows)
 
 
 class SearchLogEntry(_Model):

@@ -39,9 +39,27 @@ def is_auth_error(exc: BaseException) -> bool:
     return _AUTH_TEXT.search(str(exc)[:4000]) is not None
 
 
+_REFUSED = re.compile(r"connection refused|errno 111|name or service not known|nodename nor servname",
+                      re.IGNORECASE)
+
+
+def is_refused(exc: BaseException) -> bool:
+    """Nothing listens at the address (or the host name does not resolve): retrying cannot help.
+    Providers often wrap the socket's error ("Connection error."), so the chain is read too."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError) or _REFUSED.search(str(seen)[:4000]):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def is_transient(exc: BaseException) -> bool:
-    """Rate limits, timeouts, connection errors and 5xx answers; never an auth error."""
-    if isinstance(exc, MemkitError) or is_auth_error(exc):
+    """Rate limits, timeouts, connection errors and 5xx answers; never an auth error, nor a
+    connection that nothing at the address accepts."""
+    if isinstance(exc, MemkitError) or is_auth_error(exc) or is_refused(exc):
         return False
     if any(c.__name__ in _TRANSIENT_NAMES for c in type(exc).__mro__):
         return True
@@ -77,3 +95,24 @@ def describe(exc: BaseException) -> str:
     status = getattr(exc, "status_code", None)
     prefix = f"{type(exc).__name__}" + (f" ({status})" if status else "")
     return f"{prefix}: {exc}"
+
+
+def provider_failure(litellm: Any, what: str, model: str, api_base: str | None, exc: BaseException,
+                     fallback: tuple[str, str]) -> str:
+    """The message for a failed litellm call, naming the fix: the provider's own key variable
+    (``fallback``: the config key for a key, and what works without one), or the address
+    that refused the connection."""
+    if is_refused(exc) and not is_auth_error(exc):
+        try:
+            url = api_base or litellm.get_llm_provider(model)[3]
+        except Exception:  # litellm cannot tell where this model lives
+            url = api_base
+        where = f" at {url}" if url else ""
+        return f"{what} failed: nothing accepted the connection{where}. Is the server running? ({describe(exc)})"
+    try:
+        missing = list(litellm.validate_environment(model).get("missing_keys") or [])
+    except Exception:  # litellm cannot tell for this model
+        missing = []
+    variable = " or ".join(missing) if missing else "its provider's API key variable"
+    key_setting, alternative = fallback
+    return failure(what, exc, f"Set {variable} (or {key_setting}), or {alternative}.")

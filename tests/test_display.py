@@ -18,11 +18,11 @@ def test_results_print_as_tables_and_render_in_notebooks() -> None:
         history = m.history(memory_id)
 
     text = str(added)
-    assert text.splitlines()[0] == "1 events, 1 LLM calls"
+    assert text.splitlines()[0] == "1 event, 1 LLM call"
     assert memory_id in text and "datetime.datetime" not in text
 
     lines = str(found).splitlines()
-    assert lines[0] == "1 memories"
+    assert lines[0] == "1 memory"
     assert lines[1].split() == ["score", "id", "memory", "user_id", "updated_at"]
     assert memory_id in lines[2] and "Likes green tea" in lines[2] and "alice" in lines[2]
     assert "datetime.datetime" not in str(found)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 import typer
 
 from memkit import MemkitError
+from memkit._errors import NO_LLM_FIX, NO_LLM_FIX_CLI
 from memkit._net import is_loopback
 from memkit.cli._config import Settings, memory_config
 
@@ -62,7 +63,7 @@ def _memory(ctx: typer.Context) -> Iterator[Memory]:
     try:
         yield memory
     except MemkitError as exc:
-        fail(f"{type(exc).__name__}: {exc}")
+        fail(f"{type(exc).__name__}: {str(exc).replace(NO_LLM_FIX, NO_LLM_FIX_CLI)}")
     finally:
         memory.close()
 

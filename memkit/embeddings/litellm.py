@@ -8,12 +8,10 @@ from typing import Any
 from memkit import _guard
 from memkit._errors import EmbeddingError
 from memkit._imports import aimport_litellm, import_litellm
-from memkit._retry import async_retrying, failure, retrying
+from memkit._retry import async_retrying, provider_failure, retrying
 from memkit.embeddings.base import Embedder, Matrix, normalise
 
-KEY_FIX = ("Configure a key for the model (its provider's environment variable, such as "
-           "OPENAI_API_KEY, or embedder.config.api_key), or use the offline local embedder "
-           '(embedder provider "local").')
+_FALLBACK = ("embedder.config.api_key", 'use the offline local embedder (embedder provider "local")')
 
 KNOWN_DIMENSIONS = {
     "text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
@@ -78,7 +76,9 @@ class LiteLLMEmbedder(Embedder):
         except EmbeddingError:
             raise
         except Exception as exc:
-            raise EmbeddingError(failure(f"embedding with {self.model_name!r}", exc, KEY_FIX)) from exc
+            raise EmbeddingError(provider_failure(
+                litellm, f"embedding with {self.model_name!r}", self.model_name, self._base.get("api_base"), exc,
+                _FALLBACK)) from None
         return normalise(rows, len(texts), self._dimension)
 
     async def aembed(self, texts: Sequence[str]) -> Matrix:
@@ -94,7 +94,9 @@ class LiteLLMEmbedder(Embedder):
         except EmbeddingError:
             raise
         except Exception as exc:
-            raise EmbeddingError(failure(f"embedding with {self.model_name!r}", exc, KEY_FIX)) from exc
+            raise EmbeddingError(provider_failure(
+                litellm, f"embedding with {self.model_name!r}", self.model_name, self._base.get("api_base"), exc,
+                _FALLBACK)) from None
         return normalise(rows, len(texts), self._dimension)
 
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from memkit import _guard
-from memkit._errors import LLMError
+from memkit._errors import NO_LLM_FIX, LLMError
 from memkit._imports import aimport_litellm, import_litellm
 from memkit._models import Usage
-from memkit._retry import async_retrying, failure, retrying
+from memkit._retry import async_retrying, provider_failure, retrying
+from memkit.llms._params import check_completion_options
 from memkit.llms.base import LLM, LLMRequest, LLMResponse
 
-KEY_FIX = ("Configure a key for the model (its provider's environment variable, such as "
-           "OPENAI_API_KEY, or llm.config.api_key), or call add with infer=False, which needs "
-           "no LLM.")
+_FALLBACK = ("llm.config.api_key", f"{NO_LLM_FIX}, which needs no LLM")
+_OWN_OPTIONS = ("model", "api_key", "api_base", "temperature", "max_tokens", "timeout", "retries",
+                "retry_wait", "structured_output")
 
 
 class LiteLLM(LLM):
@@ -37,7 +38,9 @@ class LiteLLM(LLM):
         structured_output: bool = True,
         **extra: Any,
     ) -> None:
+        check_completion_options(model, extra, _OWN_OPTIONS)
         self.model = model
+        self._api_base = api_base
         self.retries = retries
         self.retry_wait = retry_wait
         self.structured_output = structured_output
@@ -86,7 +89,8 @@ class LiteLLM(LLM):
                 with attempt:
                     response = litellm.completion(**kwargs)
         except Exception as exc:
-            raise LLMError(failure(f"LLM call to {self.model!r}", exc, KEY_FIX)) from exc
+            raise LLMError(provider_failure(
+                litellm, f"LLM call to {self.model!r}", self.model, self._api_base, exc, _FALLBACK)) from None
         return self._to_response(litellm, response)
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
@@ -97,7 +101,8 @@ class LiteLLM(LLM):
                 with attempt:
                     response = await litellm.acompletion(**kwargs)
         except Exception as exc:
-            raise LLMError(failure(f"LLM call to {self.model!r}", exc, KEY_FIX)) from exc
+            raise LLMError(provider_failure(
+                litellm, f"LLM call to {self.model!r}", self.model, self._api_base, exc, _FALLBACK)) from None
         return self._to_response(litellm, response)
 
     def _cost(self, litellm: Any, response: Any) -> float | None:
