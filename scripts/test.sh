@@ -15,7 +15,7 @@ pip_install() {
 
 setup_venv() {
     local stamp_file="$VENV/.memkit-installed" stamp
-    stamp="$(python3 -c 'import sys; print(sys.version)') $(sha256sum pyproject.toml | cut -c1-16)"
+    stamp="$(python3 -c 'import sys; print(sys.version)') $(cat pyproject.toml scripts/constraints.txt | sha256sum | cut -c1-16)"
     if [[ -x "$VENV/bin/python" && -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp" ]]; then
         return 0
     fi
@@ -24,7 +24,7 @@ setup_venv() {
     python3 -m venv "$VENV"
     if ! {
         pip_install --upgrade pip &&
-        pip_install -e '.[dev]'
+        pip_install -c scripts/constraints.txt -e '.[dev]'
     } >"$VENV/install.log" 2>&1; then
         tail -n 40 "$VENV/install.log" >&2
         echo "[test] pip install failed; see $VENV/install.log" >&2

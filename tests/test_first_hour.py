@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
@@ -109,3 +110,44 @@ def test_py_typed_ships_so_mypy_checks_user_code(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(snippet)],
                          capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_mcp_in_a_terminal_says_it_waits_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    import os
+    import pty
+    import select
+    import time
+
+    from tests.cli.test_commands import _env
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: memkit mcp with the pty as its terminal
+        env = _env()
+        os.execve(sys.executable, [sys.executable, "-m", "memkit.cli", "--store", "sqlite", "--path",
+                                   str(tmp_path / "m.db"), "--embedder", "hash", "mcp"], env)
+    output = b""
+    deadline = time.monotonic() + 60
+    while b"Ctrl-C" not in output and time.monotonic() < deadline:
+        if select.select([fd], [], [], 1)[0]:
+            try:
+                output += os.read(fd, 4096)
+            except OSError:
+                break
+    assert b"waiting for an MCP client on stdio" in output, output
+    os.write(fd, b"\x03")  # Ctrl-C, through the terminal's line discipline
+    deadline = time.monotonic() + 30
+    status = None
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if select.select([fd], [], [], 0.2)[0]:
+            with contextlib.suppress(OSError):
+                output += os.read(fd, 4096)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail(f"memkit mcp ignored Ctrl-C: {output!r}")
+    assert status is not None and os.WIFEXITED(status), status
+    assert b"INFO" not in output and b"Traceback" not in output, output
+    os.close(fd)

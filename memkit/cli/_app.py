@@ -148,8 +148,10 @@ def _root(
                         ] = None,
     llm_model: Annotated[str | None, typer.Option(
         "--llm-model", help="Any litellm model string, e.g. ollama/llama3.1.")] = None,
+    verbose: Annotated[int, typer.Option(
+        "--verbose", "-v", count=True, help="Log more: -v requests and INFO lines, -vv DEBUG.")] = 0,
 ) -> None:
-    ctx.obj = Settings(config, store, path, embedder, llm_model)
+    ctx.obj = Settings(config, store, path, embedder, llm_model, verbose)
 
 
 @app.command()
@@ -472,6 +474,24 @@ def serve(
     uvicorn.run(app_, host=host, port=port, log_level="info")
 
 
+def _stdio_in_a_terminal() -> None:
+    """Someone ran ``memkit mcp`` by hand: say what it waits for, and let Ctrl-C stop it at
+    once (the stdio reader blocks in a thread that would otherwise hold the exit until Enter)."""
+    import os
+    import signal
+
+    sys.stderr.write("memkit MCP server: waiting for an MCP client on stdio. An MCP client (Claude "
+                     "Desktop, an IDE) starts this command itself; see docs/mcp.md. Press Ctrl-C to stop.\n")
+    sys.stderr.flush()
+
+    def stop(_signum: int, _frame: object) -> None:
+        sys.stderr.write("\nmemkit MCP server: stopped.\n")
+        sys.stderr.flush()
+        os._exit(130)
+
+    signal.signal(signal.SIGINT, stop)
+
+
 @app.command()
 def mcp(
     ctx: typer.Context,
@@ -498,8 +518,11 @@ def mcp(
         memory = AsyncMemory(memory_config(_settings(ctx).resolve()))
     except (MemkitError, ImportError) as exc:
         fail(str(exc))
-    server = create_server(memory, defaults=defaults, close_memory=True)
+    settings = _settings(ctx)
+    server = create_server(memory, defaults=defaults, close_memory=True, log_level=settings.log_level)
     if transport == "stdio":
+        if sys.stdin.isatty():
+            _stdio_in_a_terminal()
         server.run("stdio")
     else:
         server.run("streamable-http", host=host, port=port)

@@ -7,7 +7,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from memkit._errors import ConfigError
 
@@ -66,6 +66,12 @@ class Settings:
     path: str | None = None
     embedder: str | None = None
     llm_model: str | None = None
+    verbose: int = 0
+    """``-v``: servers log requests and library INFO lines; ``-vv``: DEBUG."""
+
+    @property
+    def log_level(self) -> Literal["DEBUG", "INFO", "WARNING"]:
+        return "WARNING" if self.verbose <= 0 else "INFO" if self.verbose == 1 else "DEBUG"
 
     def resolve(self) -> dict[str, Any]:
         """The full config dict (including the ``server`` and ``mcp`` sections)."""

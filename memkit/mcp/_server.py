@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -46,11 +46,13 @@ def create_server(
     *,
     defaults: dict[str, str | None] | None = None,
     close_memory: bool = False,
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
 ) -> MCPServer[Any]:
     """An MCP server with memkit's tools (``memkit.tools.TOOLS``) over ``memory``.
 
     ``defaults`` (default: ``MEMKIT_USER_ID`` / ``MEMKIT_AGENT_ID`` / ``MEMKIT_RUN_ID``)
-    fill each scope field a call leaves out.
+    fill each scope field a call leaves out. ``log_level``: the server's and libraries'
+    logging on stderr (WARNING keeps a client's log free of per-request lines).
     """
     fallback = default_scope() if defaults is None else defaults
     tools = MemoryTools(memory, user_id=fallback.get("user_id"), agent_id=fallback.get("agent_id"),
@@ -64,7 +66,8 @@ def create_server(
             if close_memory:
                 await memory.aclose()
 
-    server: MCPServer[Any] = MCPServer("memkit", instructions=INSTRUCTIONS, lifespan=lifespan)
+    server: MCPServer[Any] = MCPServer("memkit", instructions=INSTRUCTIONS, lifespan=lifespan,
+                                          log_level=log_level)
     for spec in TOOLS:
         annotations = ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=spec.destructive,
                                       idempotent_hint=True if spec.idempotent else None)

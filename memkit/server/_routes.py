@@ -16,6 +16,7 @@ from memkit import (
     AsyncMemory,
     FilterError,
     HistoryRecord,
+    MemkitError,
     MemoryEvent,
     MemoryItem,
     NotFoundError,
@@ -176,7 +177,8 @@ async def delete_all_memories(
 @router.get("/memories/search/", response_model=SearchResult, summary="Search (query string)")
 async def search_get(
     grant: Auth, mem: Mem,
-    q: Annotated[str, Query(description="What to look for")],
+    q: Annotated[str | None, Query(description="What to look for")] = None,
+    query: Annotated[str | None, Query(description="The same as q (the POST body's name)")] = None,
     user_id: Annotated[str | None, Query(min_length=1)] = None,
     agent_id: Annotated[str | None, Query(min_length=1)] = None,
     run_id: Annotated[str | None, Query(min_length=1)] = None,
@@ -187,7 +189,10 @@ async def search_get(
     as_of: Annotated[datetime | None, Query(description="What was valid then")] = None,
     include_expired: bool = False,
 ) -> SearchResult:
-    body = SearchBody(query=q, user_id=user_id, agent_id=agent_id, run_id=run_id,
+    text = q if q is not None else query
+    if text is None or (q is not None and query is not None):
+        raise MemkitError("give the query as q or as query (one of them)")
+    body = SearchBody(query=text, user_id=user_id, agent_id=agent_id, run_id=run_id,
                       limit=limit, threshold=threshold, mode=mode,
                       filters=_filters_param(filters), as_of=as_of,
                       include_expired=include_expired)

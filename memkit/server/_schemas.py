@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from memkit._models import MemoryItem
 
@@ -59,7 +59,8 @@ class ScopeBody(_Body):
 
 
 class SearchBody(_Body):
-    query: str
+    query: str = Field(validation_alias=AliasChoices("query", "q"),
+                       description="What to look for (``q`` is accepted too, as in the GET route).")
     user_id: str | None = Field(None, min_length=1)
     agent_id: str | None = Field(None, min_length=1)
     run_id: str | None = Field(None, min_length=1)

@@ -145,3 +145,16 @@ def test_health_and_openapi(base_url: str) -> None:
     paths = httpx.get(f"{base_url}/openapi.json").json()["paths"]
     assert {"/v1/memories/", "/v1/memories/search/", "/v1/memories/{memory_id}/",
             "/v1/memories/{memory_id}/history/", "/v1/reset/", "/v1/events"} <= set(paths)
+
+
+def test_search_takes_q_or_query_on_both_routes(client: Client) -> None:
+    c = client("open-key")
+    user = _user()
+    assert c.post("/v1/memories/", json={"messages": "I like green tea", "user_id": user,
+                                         "infer": False}).status_code == 200
+    for response in (c.get("/v1/memories/search/", params={"query": "green tea", "user_id": user}),
+                     c.post("/v1/memories/search/", json={"q": "green tea", "user_id": user})):
+        assert response.status_code == 200, response.text
+        assert response.json()["results"][0]["memory"] == "I like green tea"
+    neither = c.get("/v1/memories/search/", params={"user_id": user})
+    assert neither.status_code == 400 and "q or as query" in neither.text
