@@ -12,6 +12,11 @@ kinds of chat request from the prompt:
 Each system gets its own answer format: ``{"facts": [...]}`` for extraction,
 and ``{"memory": [{"id", "text", "event", "old_memory"}]}`` for decisions.
 
+Questions from ``memkit eval locomo --qa`` (memories, then ``Question:``) are
+answered with the listed memory sharing most words with the question; a judge
+request (``Gold answer:``) is CORRECT when the answer shares a word with the gold
+answer.
+
 Graph requests get one rule for both systems: the conversation's capitalised
 words that are not common sentence words (:func:`mentioned`, at most four)
 are entities, each in a relation ``user -[mentions]-> name``. memkit gets them
@@ -81,6 +86,10 @@ _ROLES = {"user", "assistant", "human", "ai"}
 
 def classify(messages: list[dict[str, Any]]) -> str:
     text = "\n".join(_content(m) for m in messages)
+    if "\nGold answer: " in text:
+        return "judge"
+    if "Memories:\n" in text and "\n\nQuestion: " in text:
+        return "answer"
     if all(word in text for word in _DECISION_WORDS):
         return "decision"
     if "fact" in text.lower():
@@ -241,6 +250,33 @@ def additive(prompt: str) -> list[dict[str, str]]:
     return [{"id": str(i), "text": text} for i, text in enumerate(new)]
 
 
+# -- questions about a conversation (memkit eval locomo --qa) -------------
+
+_WORD = re.compile(r"[a-z0-9]+")
+_MEMORY_LINE = re.compile(r"^- [^:]*\d\d:\d\d: (.*)$")
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 2 or w.isdigit()}
+
+
+def answer_question(messages: list[dict[str, Any]]) -> str:
+    """The listed memory sharing most words with the question (the first on a tie)."""
+    body = _content(messages[-1])
+    listed, question = body.rsplit("\n\nQuestion: ", 1)
+    memories = [m[1] for line in listed.splitlines() if (m := _MEMORY_LINE.match(line))]
+    wanted = _words(question)
+    return max(memories, key=lambda m: len(_words(m) & wanted), default="I do not know")
+
+
+def verdict(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """CORRECT when the answer shares a word with the gold answer."""
+    body = _content(messages[-1])
+    gold = body.split("\nGold answer: ", 1)[1].split("\nAnswer: ", 1)[0]
+    given = body.rsplit("\nAnswer: ", 1)[1]
+    return {"label": "CORRECT" if _words(gold) & _words(given) else "WRONG"}
+
+
 # -- graph requests ------------------------------------------------------
 
 _NAME = re.compile(r"\b[A-Z][a-z]{2,}\b")
@@ -378,9 +414,13 @@ class StubLLM:
             answer = {"facts": conversation_lines(messages)}
         elif kind == "decision":
             answer = {"memory": decide(*decision_inputs(messages))}
+        elif kind == "judge":
+            answer = verdict(messages)
+        elif kind == "answer":
+            answer = answer_question(messages)
         else:
             answer = {"answer": "ok"}
-        content = json.dumps(answer)
+        content = answer if isinstance(answer, str) else json.dumps(answer)
         prompt = sum(count_tokens(_content(m)) for m in messages)
         completion = count_tokens(content)
         schema = count_tokens(json.dumps(tools or body.get("response_format") or "")) if (

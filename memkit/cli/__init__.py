@@ -7,12 +7,14 @@ def main() -> None:
     """Entry point of the ``memkit`` console script."""
     try:
         from memkit.cli._app import app
+        from memkit.cli._eval import eval_app
         from memkit.cli._graph import graph_app
         from memkit.cli._notes import register
         from memkit.cli._reembed import reembed
     except ImportError as exc:  # typer or rich missing
         raise SystemExit(f"{exc}; install the CLI with: pip install 'memkit-ai[server]'") from None
     app.add_typer(graph_app, name="graph")
+    app.add_typer(eval_app, name="eval")
     app.command("reembed")(reembed)
     register(app)
     try:

@@ -6,7 +6,6 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
@@ -25,9 +24,6 @@ app = typer.Typer(
     help="Long-term memory for AI agents: add, search and manage memories; serve them over "
          "REST or MCP. Configure with --config FILE, MEMKIT_CONFIG, or the flags below.",
 )
-eval_app = typer.Typer(no_args_is_help=True, help="Retrieval benchmarks.")
-app.add_typer(eval_app, name="eval")
-
 UserOpt = Annotated[str | None, typer.Option("--user-id", "-u", help="Scope: user id.")]
 AgentOpt = Annotated[str | None, typer.Option("--agent-id", "-a", help="Scope: agent id.")]
 RunOpt = Annotated[str | None, typer.Option("--run-id", "-r", help="Scope: run id.")]
@@ -526,52 +522,3 @@ def mcp(
         server.run("stdio")
     else:
         server.run("streamable-http", host=host, port=port)
-
-
-@eval_app.command("locomo")
-def eval_locomo(
-    ctx: typer.Context,
-    data: Annotated[Path | None, typer.Option(help="LoCoMo JSON file.")] = None,
-    mode: Annotated[Literal["turns", "observations"], typer.Option(
-        help="Store raw turns or the dataset's observations.")] = "turns",
-    search_mode: Annotated[list[str] | None, typer.Option(
-        "--search", help="hybrid, vector or keyword (repeat for several).")] = None,
-    cross_validate: Annotated[bool, typer.Option(
-        "--cross-validate", help="Also choose the hybrid weights leaving one conversation out.",
-    )] = False,
-    embedder: Annotated[str | None, typer.Option(
-        "--embedder", help="Embedder provider: local (default) or e5 (memkit-ai[e5]).")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Retrieval recall on LoCoMo: ingest with infer=False, then search every question."""
-    from rich.console import Console
-    from rich.progress import Progress
-
-    from memkit import Memory
-    from memkit._eval.locomo import format_report, run_locomo
-
-    searches = search_mode or ["hybrid"]
-    settings = _settings(ctx)
-    if embedder is not None:
-        settings = replace(settings, embedder=embedder)
-    custom = any((settings.config, settings.store, settings.path))
-
-    def factory() -> Memory:
-        return Memory(memory_config(settings.resolve()))
-
-    with Progress(console=Console(stderr=True), disable=as_json) as progress:
-        tasks: dict[str, Any] = {}
-
-        def advance(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = progress.add_task(stage, total=total)
-            progress.update(tasks[stage], completed=done, total=total)
-
-        try:
-            report = run_locomo(data, mode=mode, search=searches,  # type: ignore[arg-type]
-                                memory_factory=factory if custom else None, progress=advance,
-                                cross_validation=cross_validate,
-                                embedder=settings.embedder or "local")
-        except (MemkitError, OSError, ValueError, ImportError) as exc:
-            fail(str(exc))
-    _emit(report, as_json, lambda: print(format_report(report)))
