@@ -43,9 +43,9 @@ def _sample(sample_id: str, hobby: str, pet: str) -> dict[str, Any]:
         "qa": [
             {"question": "Which class did Ann start?", "answer": f"{hobby} class",
              "evidence": ["D1:1"], "category": 4},
-            {"question": "Where did Ann move?", "answer": "Lisbon", "evidence": ["D2:1"],
+            {"question": "Where did Ann say she moved?", "answer": "Lisbon", "evidence": ["D2:1"],
              "category": 1},
-            {"question": "What is the name of Ben's pet?", "answer": "Momo", "evidence": ["D1:4"],
+            {"question": f"What is Ben's {pet} called?", "answer": "Momo", "evidence": ["D1:4"],
              "category": 2},
             {"question": "What did Ann say about her boss?", "category": 5,
              "adversarial_answer": "nothing"},
@@ -137,10 +137,9 @@ def test_the_command_estimates_then_adds_answers_and_judges(
     assert report["conversations"] == ["a", "b"]  # the first 6 judged questions span both
     assert {c: v["questions"] for c, v in report["categories"].items()} == {
         "4": 2, "1": 2, "2": 1, "3": 1}
-    # The stub answers with the memory sharing most words with the question; the class,
-    # the city and the pet's name are found, the colour nobody mentioned is not.
-    assert report["categories"]["1"]["judge"] == 100.0
-    assert report["categories"]["3"]["judge"] == 0.0
+    # The stub answers with the memory sharing most words with the question (one memory
+    # each: the answers do not hang on ties); the colour nobody mentioned is not found.
+    assert [v["judge"] for v in report["categories"].values()] == [100.0, 100.0, 100.0, 0.0]
     assert report["overall"]["questions"] == 6 and 0 < report["overall"]["f1"] < 100
     calls, prompt = stub.stats.calls, stub.stats.prompt_tokens
     # the first add of a scope has nothing to decide against: one call
