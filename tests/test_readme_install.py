@@ -63,7 +63,8 @@ def _bash(line: str, cwd: Path, env: dict[str, str], timeout: int = 900) -> str:
 
 
 def test_readme_blocks_in_a_fresh_venv(checkout: Path, tmp_path: Path) -> None:
-    install, servers = _blocks()[0], _blocks()[1]
+    blocks = _blocks()
+    install, servers = blocks[0], [*blocks[1], *blocks[2]]
 
     # Block 1, command (1): one venv, one pip install, one script; offline at run time.
     quickstart = next(line for line in install if line.startswith("python3 -m venv"))
@@ -84,6 +85,11 @@ def test_readme_blocks_in_a_fresh_venv(checkout: Path, tmp_path: Path) -> None:
             _bash(line, checkout, env)
     found = _bash(next(line for line in servers if line.startswith("memkit search")), checkout, env)
     assert "I prefer dark mode" in found
+    listed = _bash(next(line for line in servers if line.startswith("memkit list")), checkout, env)
+    assert "I prefer dark mode" in listed
+    # the commands that return come before the servers, which run until stopped
+    assert blocks[1][0].startswith("source .venv-quickstart/bin/activate")
+    assert not any(line.startswith(("memkit serve", "memkit mcp", "memkit ui")) for line in blocks[1])
 
     serve = next(line for line in servers if line.startswith("memkit serve"))
     with socket.socket() as sock:

@@ -15,6 +15,7 @@ from memkit import MemkitError
 from memkit._errors import NO_LLM_FIX, NO_LLM_FIX_CLI
 from memkit._net import is_loopback
 from memkit.cli._config import Settings, memory_config
+from memkit.stores import store_names
 
 if TYPE_CHECKING:
     from memkit import Memory
@@ -138,7 +139,7 @@ def _root(
     config: Annotated[str | None, typer.Option(
         "--config", "-c", help="Config file (JSON or YAML). Default: $MEMKIT_CONFIG.")] = None,
     store: Annotated[str | None, typer.Option(
-        help="Vector store provider: sqlite, memory, qdrant, chroma, pgvector.")] = None,
+        help=f"Vector store provider: {store_names()}.")] = None,
     path: Annotated[str | None, typer.Option(help="The sqlite store's file.")] = None,
     embedder: Annotated[str | None, typer.Option(help="Embedder provider: local, e5, litellm.")
                         ] = None,

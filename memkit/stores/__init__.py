@@ -1,5 +1,6 @@
 """Vector stores. ``PROVIDERS`` maps a config provider name to its class, loaded lazily."""
 
+from memkit.stores._catalogue import STORES, StoreInfo, extras_list, store_names, store_table
 from memkit.stores.base import Hit, Record, VectorStore, WriteBatch
 
 PROVIDERS: dict[str, str] = {
@@ -13,4 +14,5 @@ PROVIDERS: dict[str, str] = {
     "faiss": "memkit.stores.faiss:FaissStore",
 }
 
-__all__ = ["PROVIDERS", "Hit", "Record", "VectorStore", "WriteBatch"]
+__all__ = ["PROVIDERS", "STORES", "Hit", "Record", "StoreInfo", "VectorStore", "WriteBatch", "extras_list",
+           "store_names", "store_table"]
