@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The test command: bash scripts/test.sh [pytest args...]
+# The test command: bash scripts/test.sh [--fast] [pytest args...]
 #
 # Sets up .venv (reused while pyproject.toml is unchanged), starts PostgreSQL with
-# pgvector and a Chroma server on 127.0.0.1 (scripts/engines.sh), runs pytest
-# against them and stops them on exit.
+# pgvector, a Chroma server and a Bolt server on 127.0.0.1 (scripts/engines.sh), runs
+# every test against them and stops them on exit. This is what CI runs (.ci/run).
+#
+# --fast: the tier to run before a commit. No engine is started and none is used
+# (the MEMKIT_TEST_* addresses are unset): -m "not engine and not slow", i.e. the
+# in-memory and SQLite stores, through the sync and the async shell.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -33,11 +37,23 @@ setup_venv() {
     echo "$stamp" >"$stamp_file"
 }
 
+fast=0
+if [[ "${1:-}" == "--fast" ]]; then
+    fast=1
+    shift
+fi
+
 setup_venv
 export PATH="$PWD/$VENV/bin:$PATH"
-# shellcheck source=scripts/engines.sh
-source scripts/engines.sh
-engines_start
+if ((fast)); then
+    unset MEMKIT_TEST_PG_DSN MEMKIT_TEST_CHROMA_URL MEMKIT_TEST_QDRANT_URL MEMKIT_TEST_BOLT_URL \
+        MEMKIT_TEST_NEO4J_URL
+    set -- -m "not engine and not slow" "$@"
+else
+    # shellcheck source=scripts/engines.sh
+    source scripts/engines.sh
+    engines_start
+fi
 
 set +e
 python -m pytest -p no:cacheprovider -q -rs "$@"

@@ -1,9 +1,17 @@
-"""Shared fixtures: where the real engines are.
+"""Shared fixtures: where the real engines are, and the test tiers.
 
 ``bash scripts/test.sh`` starts PostgreSQL (with pgvector) and a Chroma server
 and exports their addresses. Run pytest on its own and the tests that need an
 engine skip, with the reason; in CI (``CI=true``) they fail instead, so a
 missing engine is never mistaken for a green run.
+
+Tiers (markers registered in pyproject.toml): a test that asks for
+``store_name`` runs over the two embedded stores (memory, SQLite) unless it is
+marked ``every_store`` (store semantics: dedup, concurrency, versions,
+re-embed, purge), which runs it over every registered store. Every test case
+that needs an engine or a store library beyond those two is marked ``engine``
+here, from its parameters; ``bash scripts/test.sh --fast`` runs
+``-m "not engine and not slow"`` and starts no engine.
 """
 
 from __future__ import annotations
@@ -25,6 +33,13 @@ ENGINES = {
     " need real transactions; none can be installed here",
 }
 _NOT_IN_CI = frozenset({"MEMKIT_TEST_QDRANT_URL", "MEMKIT_TEST_NEO4J_URL"})
+
+#: the stores the fast tier runs on, and every test asking for ``store_name`` by default
+EMBEDDED_STORES = ("memory", "sqlite")
+#: graph backends (tests/graph) that need an engine
+_ENGINE_GRAPHS = frozenset({"postgres", "pgvector-postgres", "bolt", "neo4j"})
+#: the fixtures below that give an engine's address
+_ENGINE_FIXTURES = frozenset({"pg_dsn", "chroma_url", "qdrant_url"})
 
 
 def in_ci() -> bool:
@@ -90,6 +105,42 @@ def _store_of(nodeid: str) -> str | None:
         if re.search(rf"(?:^|-){re.escape(name)}(?:-|\]|$)", params):
             return name
     return _STORE_FILES.get(path.rsplit("/", 1)[-1])
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``store_name``: the embedded stores, or every registered store for ``every_store`` tests."""
+    if "store_name" not in metafunc.fixturenames or any(
+        "store_name" in _argnames(mark) for mark in metafunc.definition.iter_markers("parametrize")
+    ):
+        return
+    from tests.stores.conftest import FACTORIES
+
+    every = metafunc.definition.get_closest_marker("every_store") is not None
+    metafunc.parametrize("store_name", sorted(FACTORIES) if every else EMBEDDED_STORES)
+
+
+def _argnames(mark: pytest.Mark) -> list[str]:
+    names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+    return [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+
+
+def _engine_names() -> frozenset[str]:
+    from tests.stores.conftest import FACTORIES
+
+    return frozenset(FACTORIES).difference(EMBEDDED_STORES) | _ENGINE_GRAPHS
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks ``engine`` every case that asks for an engine's address or is parametrised with a
+    store or graph beyond the embedded ones."""
+    engines = _engine_names()
+    for item in items:
+        params = getattr(item, "callspec", None)
+        values = params.params.values() if params is not None else ()
+        if _ENGINE_FIXTURES.intersection(getattr(item, "fixturenames", ())) or any(
+            isinstance(v, str) and v in engines for v in values
+        ):
+            item.add_marker(pytest.mark.engine)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -19,6 +19,8 @@ from memkit.stores.base import Record
 from memkit.stores.chroma import ChromaStore, encode_metadata, translate
 from tests.conftest import unique_name
 
+pytestmark = pytest.mark.engine  # a store library beyond memory and SQLite
+
 
 def _record(memory: str = "Hello world", **metadata: object) -> Record:
     stamp = "2024-01-02T00:00:00.000000+00:00"

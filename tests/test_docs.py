@@ -47,6 +47,7 @@ def test_every_public_name_is_in_the_api_reference() -> None:
             assert (getattr(memkit.tools, name).__doc__ or "").strip(), f"memkit.tools.{name} has no docstring"
 
 
+@pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
     """The API reference is generated from the docstrings; a broken link or reference fails."""
     import shutil

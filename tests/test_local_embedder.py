@@ -186,6 +186,7 @@ def test_without_the_int8_rewrite_the_float_path_runs(
     np.testing.assert_allclose(vectors, float_path_embeddings(texts), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_long_call_does_not_hold_up_a_short_one(
     embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

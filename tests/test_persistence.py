@@ -66,6 +66,7 @@ def _writer(path: str, worker: int) -> None:
             m.add(f"worker {worker} fact {i}", user_id="shared", infer=False)
 
 
+@pytest.mark.slow
 def test_four_processes_write_one_file_without_losing_anything(tmp_path: Path) -> None:
     path = tmp_path / "shared.db"
     context = multiprocessing.get_context("spawn")

@@ -282,6 +282,8 @@ from memkit.history.sqlite import SQLiteHistory
 from memkit.stores.pgvector import PgVectorStore
 from memkit.testing import HashEmbedder, ScriptedLLM
 
+pytestmark = pytest.mark.engine  # a store library beyond memory and SQLite
+
 for _ in range(10):
     store = PgVectorStore(sys.argv[1], collection_name="left_open_" + uuid.uuid4().hex[:8])
     history = SQLiteHistory(tempfile.mkdtemp() + "/history.db")

@@ -19,6 +19,8 @@ from memkit.history.sqlite import SQLiteHistory
 from memkit.stores.base import Record, WriteBatch
 from memkit.stores.qdrant import QdrantStore, encode_payload, first_uuid_from, translate
 
+pytestmark = pytest.mark.engine  # a store library beyond memory and SQLite
+
 
 def _record(
     memory: str = "Hello world", vector: list[float] | None = None, **metadata: object

@@ -338,6 +338,7 @@ def test_without_a_graph_a_broad_filter_is_scored_first(
     store.close()
 
 
+@pytest.mark.slow
 def test_unclosed_store_stops_its_graph_at_exit(tmp_path: Path) -> None:
     """A program that ends while the graph is being built exits cleanly: the thread is
     stopped before the interpreter finalises (usearch aborts the process when it ends

@@ -90,6 +90,7 @@ def _add_in_process(path: str, worker: int, count: int) -> None:
     store.close()
 
 
+@pytest.mark.slow
 def test_four_processes_writing_one_file_lose_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "shared.db")
     _store(Path(path)).close()

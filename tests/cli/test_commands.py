@@ -13,6 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
+pytestmark = pytest.mark.slow  # every command runs as a subprocess
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -8,10 +8,14 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from memkit import Memory
 from memkit.stores.sqlite import SQLiteStore
 from memkit.testing import HashEmbedder, ScriptedLLM
 from tests.cli.test_commands import ROOT, _env
+
+pytestmark = pytest.mark.slow  # every command runs as a subprocess
 
 
 def graph_cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:

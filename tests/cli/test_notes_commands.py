@@ -7,10 +7,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from memkit import Memory
 from memkit.stores.sqlite import SQLiteStore
 from memkit.testing import HashEmbedder, ScriptedLLM
 from tests.cli.test_commands import _env, memkit, memkit_json
+
+pytestmark = pytest.mark.slow  # every command runs as a subprocess
 
 OPTIONS = ["--store", "sqlite", "--embedder", "hash"]
 

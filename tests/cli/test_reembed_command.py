@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_commands import _env, memkit, memkit_json
+
+pytestmark = pytest.mark.slow  # every command runs as a subprocess
 
 
 def test_reembed_switches_the_store_and_prints_the_embedder_to_configure(tmp_path: Path) -> None:

@@ -140,9 +140,8 @@ def test_oversized_or_hostile_filters_are_filter_errors(
         m.get_all(user_id="u", filters=filters)
 
 
-def test_a_filter_at_every_bound_runs_on_every_store(
-    make_memory: MakeMemory, every_store: None
-) -> None:
+@pytest.mark.every_store
+def test_a_filter_at_every_bound_runs_on_every_store(make_memory: MakeMemory) -> None:
     m = make_memory()
     m.add("I like tea", user_id="u", infer=False, metadata={"a": 3, "tag": "green"})
     nots = 2 * ((MAX_DEPTH - 2) // 2)  # an even number: the innermost condition decides
@@ -156,9 +155,8 @@ def test_a_filter_at_every_bound_runs_on_every_store(
     assert m.get_all(user_id="u", filters=widest).results == []
 
 
-def test_nul_in_metadata_is_refused_the_same_way_on_every_store(
-    make_memory: MakeMemory, every_store: None
-) -> None:
+@pytest.mark.every_store
+def test_nul_in_metadata_is_refused_the_same_way_on_every_store(make_memory: MakeMemory) -> None:
     m = make_memory()
     with pytest.raises(MemkitError, match="NUL"):
         m.add("tea", user_id="u", infer=False, metadata={"k": f"a{NUL}b"})
@@ -168,9 +166,8 @@ def test_nul_in_metadata_is_refused_the_same_way_on_every_store(
     assert len(m.get_all(user_id="u", filters={"k": {"contains": "a"}}).results) == 1
 
 
-def test_keyword_queries_with_nul_or_repeated_words_work_on_every_store(
-    make_memory: MakeMemory, every_store: None
-) -> None:
+@pytest.mark.every_store
+def test_keyword_queries_with_nul_or_repeated_words_work_on_every_store(make_memory: MakeMemory) -> None:
     m = make_memory()
     if not m.vector_store.supports_keyword:
         pytest.skip(f"{m.vector_store.provider} has no keyword search")

@@ -34,6 +34,7 @@ def _memory() -> Memory:
 
 # -- LangGraph / LangChain -------------------------------------------------
 
+@pytest.mark.slow
 def test_langgraph_example(tmp_path: Path) -> None:
     pytest.importorskip("langgraph.prebuilt", reason="pip install 'memkit-ai[langgraph]'")
     out = _run_example("langgraph_agent.py", tmp_path)
@@ -111,6 +112,7 @@ async def test_langchain_embedder_embeds_async_searches_as_queries() -> None:
 
 # -- pydantic-ai --------------------------------------------------------------
 
+@pytest.mark.slow
 def test_pydantic_ai_example(tmp_path: Path) -> None:
     pytest.importorskip("pydantic_ai", reason="pip install 'memkit-ai[pydantic-ai]'")
     out = _run_example("pydantic_ai_agent.py", tmp_path)
@@ -140,6 +142,7 @@ async def test_pydantic_ai_test_model_calls_the_tools_from_their_schemas() -> No
 
 # -- OpenAI Agents SDK ----------------------------------------------------------
 
+@pytest.mark.slow
 def test_openai_agents_example(tmp_path: Path) -> None:
     pytest.importorskip("agents", reason="pip install 'memkit-ai[openai-agents]'")
     out = _run_example("openai_agents_sdk.py", tmp_path)

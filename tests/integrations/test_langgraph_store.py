@@ -53,6 +53,7 @@ def langgraph_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("backend", sorted(FACTORIES))
+@pytest.mark.slow
 def test_langgraph_store_suite(backend: str, langgraph_suite: Path) -> None:
     env = {**os.environ, "MEMKIT_LANGGRAPH_BACKEND": backend,
            "MEMKIT_LANGGRAPH_SUITE": os.fspath(langgraph_suite),

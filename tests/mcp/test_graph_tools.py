@@ -15,6 +15,8 @@ from mcp.client.stdio import stdio_client
 
 from tests.mcp import test_stdio
 
+pytestmark = pytest.mark.slow  # a memkit mcp subprocess
+
 GRAPH_TOOLS = {"create_entities", "create_relations", "delete_entities", "delete_relations",
                "get_entity_graph", "search_entities"}
 

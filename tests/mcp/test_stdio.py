@@ -15,6 +15,8 @@ pytest.importorskip("mcp")
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+pytestmark = pytest.mark.slow  # a memkit mcp subprocess
+
 ROOT = Path(__file__).resolve().parents[2]
 # Answers both LLM calls of an inferred add: the extraction reads "facts", the decision "memory".
 MOCK_REPLY = json.dumps({"facts": ["User likes green tea"],

@@ -1,5 +1,7 @@
-"""The pipeline suite runs every test through both ``Memory`` and ``AsyncMemory``,
-over every store registered in tests/stores/conftest.py."""
+"""The pipeline suite runs every test through both ``Memory`` and ``AsyncMemory``, over
+the in-memory and SQLite stores; a test marked ``every_store`` (store semantics: dedup,
+concurrency, versions, re-embed, purge) runs over every store registered in
+tests/stores/conftest.py (``store_name`` is parametrised in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -48,11 +50,6 @@ MakeMemory = Callable[..., Shell]
 
 @pytest.fixture(params=["sync", "async"])
 def shell(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture(params=sorted(FACTORIES))
-def store_name(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 

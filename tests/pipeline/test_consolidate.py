@@ -50,6 +50,7 @@ def test_seed000_10_5_merges_into_the_most_confident_member(make_memory: MakeMem
     assert m.get(old.id) is None
 
 
+@pytest.mark.every_store
 def test_seed000_10_5_merged_memories_stay_reachable_as_versions(make_memory: MakeMemory) -> None:
     m = make_memory()
     first = m.add("User lives in Oslo", user_id="u", infer=False).results[0]

@@ -10,6 +10,8 @@ import pytest
 from memkit import MemoryItem, NotFoundError, ScopeError
 from tests.pipeline.conftest import MakeMemory
 
+pytestmark = pytest.mark.every_store
+
 
 def test_add_without_inference_stores_each_message_verbatim(make_memory: MakeMemory) -> None:
     m = make_memory()

@@ -91,6 +91,7 @@ def test_invalid_filters_raise_filter_error_and_change_nothing(make_memory: Make
     assert len(m.get_all(user_id="u").results) == 4
 
 
+@pytest.mark.every_store
 def test_delete_all_with_filters_deletes_only_matches(make_memory: MakeMemory) -> None:
     m = make_memory()
     _seed(m)
@@ -98,6 +99,7 @@ def test_delete_all_with_filters_deletes_only_matches(make_memory: MakeMemory) -
     assert {i.memory for i in m.get_all(user_id="u").results} == {"grocery list", "birthday gift ideas"}
 
 
+@pytest.mark.every_store
 def test_filters_cannot_widen_the_scope(make_memory: MakeMemory) -> None:
     m = make_memory()
     _seed(m)

@@ -23,6 +23,7 @@ def test_add_extracts_facts_and_adds_them_without_a_decision_call(make_memory: M
     }
 
 
+@pytest.mark.every_store
 def test_exact_duplicate_fact_is_none_without_asking(make_memory: MakeMemory) -> None:
     llm = ScriptedLLM([facts("User likes Python"), facts("User likes Python")])
     m = make_memory(llm)
@@ -33,6 +34,7 @@ def test_exact_duplicate_fact_is_none_without_asking(make_memory: MakeMemory) ->
     assert len(m.get_all(user_id="u").results) == 1
 
 
+@pytest.mark.every_store
 def test_duplicate_add_decided_by_the_llm_becomes_none(make_memory: MakeMemory) -> None:
     llm = ScriptedLLM([
         facts("User likes Python"),

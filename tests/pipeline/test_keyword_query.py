@@ -35,6 +35,7 @@ def test_keyword_query_is_none_without_content_words() -> None:
     assert keyword_query("alice's hobbies") == "alice hobbies"
 
 
+@pytest.mark.every_store
 def test_a_function_word_query_adds_no_keyword_evidence(make_memory: MakeMemory) -> None:
     m = make_memory()
     m.add(QUICKSTART, user_id="alice", infer=False)
@@ -46,6 +47,7 @@ def test_a_function_word_query_adds_no_keyword_evidence(make_memory: MakeMemory)
         assert m.search("what do I know about me?", user_id="alice", mode="keyword").results == []
 
 
+@pytest.mark.every_store
 def test_keyword_search_still_finds_content_words(make_memory: MakeMemory) -> None:
     m = make_memory()
     if not m.memory.vector_store.supports_keyword:
@@ -78,6 +80,7 @@ def test_distinctive_drops_words_most_candidates_share() -> None:
     assert distinctive(["jon", "chess"], texts[: MIN_SAMPLE - 1], 0.25) == ["jon", "chess"]
 
 
+@pytest.mark.every_store
 def test_hybrid_search_does_not_lift_memories_for_a_word_most_of_them_share(
     make_memory: MakeMemory,
 ) -> None:
@@ -93,6 +96,7 @@ def test_hybrid_search_does_not_lift_memories_for_a_word_most_of_them_share(
     assert all(r.score == vector[r.id] for r in hybrid if "chess" not in r.memory)
 
 
+@pytest.mark.every_store
 def test_common_word_share_of_one_looks_for_every_word(make_memory: MakeMemory) -> None:
     m = make_memory(config={"search": {"common_word_share": 1.0}})
     if not m.memory.vector_store.supports_keyword:

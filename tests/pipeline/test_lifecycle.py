@@ -218,6 +218,7 @@ def test_reinforcement_is_buffered_not_written_per_search(make_memory: MakeMemor
     assert item.last_accessed_at == START + timedelta(days=3)
 
 
+@pytest.mark.every_store
 def test_reinforcement_caps_at_one_and_keeps_concurrent_changes(make_memory: MakeMemory) -> None:
     clock = Clock()
     m = decaying(make_memory, clock, flush_every=2)
@@ -231,6 +232,7 @@ def test_reinforcement_caps_at_one_and_keeps_concurrent_changes(make_memory: Mak
     assert item.importance == 0.5
 
 
+@pytest.mark.every_store
 def test_prune_dry_run_changes_nothing_and_prune_keeps_versions(make_memory: MakeMemory) -> None:
     clock = Clock()
     m = decaying(make_memory, clock, reinforce=False)
@@ -247,7 +249,6 @@ def test_prune_dry_run_changes_nothing_and_prune_keeps_versions(make_memory: Mak
     assert [h.event for h in m.history(faded.id)] == ["ADD", "DELETE"]
 
 
-@pytest.mark.parametrize("store_name", ["memory", "sqlite"])
 def test_replayed_conversation_decay_and_reinforcement_rerank(make_memory: MakeMemory) -> None:
     """Scores are relevance x confidence: a memory the user keeps coming back to rises above
     one left alone, though decay off ranks by relevance alone."""

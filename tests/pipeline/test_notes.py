@@ -18,11 +18,6 @@ from tests.pipeline.conftest import MakeMemory, Shell
 OPS = "# Deploy\nRun make deploy on Fridays.\n\n## Rollback\nUse git revert, then deploy.\n"
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store_name(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 class CountingEmbedder(HashEmbedder):
     def __init__(self) -> None:
         super().__init__()

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.pipeline.conftest import MakeMemory
+
+pytestmark = pytest.mark.every_store
 
 
 def test_index_is_idempotent_and_edits_leave_no_duplicates(make_memory: MakeMemory,

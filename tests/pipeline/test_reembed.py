@@ -18,6 +18,8 @@ from memkit.testing import HashEmbedder, ScriptedLLM
 from tests.pipeline.conftest import MakeMemory, Shell
 from tests.stores.conftest import FACTORIES
 
+pytestmark = pytest.mark.every_store
+
 OLD, NEW = HashEmbedder(), HashEmbedder(32)
 
 

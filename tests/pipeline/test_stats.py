@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from tests.pipeline.conftest import MakeMemory
+
+pytestmark = pytest.mark.every_store
 
 
 class Clock:

@@ -13,11 +13,6 @@ from memkit.testing import ScriptedLLM
 from tests.pipeline.conftest import MakeMemory, Shell
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store_name(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 def task(m: Shell, text: str, **kwargs: object) -> str:
     return str(m.add(text, user_id="u", infer=False, memory_type="task", **kwargs).results[0].id)
 

@@ -13,8 +13,7 @@ OTHER = "Melanie paints sunsets"
 SEVERAL = ["Caroline paints sunsets at the lake", "Melanie paints portraits", "John runs marathons",
            "Maria bakes bread", "Nate plays chess", "Gina sells clothes"]
 
-# The ranking is the pipeline's, not a store's: two stores suffice.
-two_stores = pytest.mark.parametrize("store_name", ["memory", "sqlite"])
+# The ranking is the pipeline's, not a store's: the two embedded stores suffice.
 
 
 def _ranked(make_memory: MakeMemory, query: str, memories: tuple[str, ...] = (UNDATED, DATED, OTHER),
@@ -24,21 +23,18 @@ def _ranked(make_memory: MakeMemory, query: str, memories: tuple[str, ...] = (UN
     return [(r.memory, r.score) for r in m.search(query, user_id="u").results]
 
 
-@two_stores
 def test_a_when_question_ranks_the_dated_memory_first(make_memory: MakeMemory) -> None:
     query = "When did Caroline go to the support group?"
     assert _ranked(make_memory, query, temporal_weight=0.0)[0][0] == UNDATED  # fewer words
     assert _ranked(make_memory, query, temporal_weight=0.5)[0][0] == DATED
 
 
-@two_stores
 def test_other_questions_keep_their_scores(make_memory: MakeMemory) -> None:
     query = "Did Caroline go to the support group?"
     assert (_ranked(make_memory, query, temporal_weight=0.5)
             == _ranked(make_memory, query, temporal_weight=0.0))
 
 
-@two_stores
 def test_a_sharper_keyword_score_lifts_weak_matches_less(make_memory: MakeMemory) -> None:
     query = "paints sunsets lake"
     linear = dict(_ranked(make_memory, query, tuple(SEVERAL), keyword_exponent=1.0))
@@ -60,7 +56,6 @@ def _dated(make_memory: MakeMemory, query: str, weight: float) -> list[str]:
     return [r.memory for r in m.search(query, user_id="u", limit=2).results]
 
 
-@two_stores
 @pytest.mark.parametrize("query", [
     "What did Nate watch on October 6, 2022?",
     "What did Nate watch on 6 October, 2022?",
@@ -74,7 +69,6 @@ def test_a_question_naming_a_day_or_month_ranks_that_periods_memories_first(
     assert _dated(make_memory, query, 0.5)[0] == "Nate watched Little Women at home"
 
 
-@two_stores
 def test_a_question_naming_another_period_changes_nothing(make_memory: MakeMemory) -> None:
     for query in ("What did Nate watch in March 2021?", "What did Nate watch?"):
         assert _dated(make_memory, query, 0.5) == _dated(make_memory, query, 0.0)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from memkit import ExportedMemory
 from tests.pipeline.conftest import MakeMemory, facts
 
 
+@pytest.mark.every_store
 def test_export_then_import_keeps_ids_timestamps_and_history(make_memory: MakeMemory) -> None:
     source = make_memory()
     tea = source.add("I like green tea", user_id="alice", infer=False).results[0].id
@@ -32,6 +35,7 @@ def test_export_then_import_keeps_ids_timestamps_and_history(make_memory: MakeMe
     assert [h.id for h in hits] == [tea]
 
 
+@pytest.mark.every_store
 def test_import_skips_existing_ids_and_texts_and_reports_bad_rows(make_memory: MakeMemory) -> None:
     m = make_memory()
     m.add("I like green tea", user_id="alice", infer=False)

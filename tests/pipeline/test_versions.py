@@ -11,6 +11,8 @@ from memkit import ConflictError, NotFoundError
 from memkit.testing import ScriptedLLM
 from tests.pipeline.conftest import MakeMemory, facts, ops
 
+pytestmark = pytest.mark.every_store
+
 
 def t(month: int, day: int = 1, year: int = 2025) -> datetime:
     return datetime(year, month, day, 12, tzinfo=UTC)

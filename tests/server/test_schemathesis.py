@@ -12,6 +12,8 @@ from schemathesis.checks import not_a_server_error  # noqa: E402
 from memkit.server import create_app  # noqa: E402
 from tests.server.conftest import new_memory, serving  # noqa: E402
 
+pytestmark = pytest.mark.slow  # generates hundreds of requests
+
 KEYS = {"admin": {"admin": True}, "bound": {"user_id": "fuzz"}}
 
 
