@@ -76,6 +76,7 @@ from memkit._pipeline.inputs import (
 )
 from memkit._pipeline.lifecycle import Lifecycle, flush_flow, lifecycle_fields, prune_flow
 from memkit._pipeline.notes import daily_log_flow, index_flow, max_file_bytes_of
+from memkit._pipeline.paging import offset_of, paged_flow
 from memkit._pipeline.reembed import Progress, reembed_flow
 from memkit._pipeline.runtime import Runtime
 from memkit._pipeline.scopes import any_scope, scopes_of
@@ -95,7 +96,7 @@ from memkit.history.base import HistoryStore
 from memkit.llms import PROVIDERS as LLMS
 from memkit.llms.base import LLM
 from memkit.stores import PROVIDERS as STORES
-from memkit.stores.base import VectorStore
+from memkit.stores.base import Vector, VectorStore
 
 Timestamp = datetime | str | int | float
 
@@ -293,6 +294,7 @@ def _search(
     min_confidence: float | None = None,
     graph: bool | None = None,
     scopes: Sequence[Mapping[str, str | None]] | None = None,
+    offset: int = 0,
 ) -> Flow[SearchResult]:
     if scopes is None:
         scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
@@ -304,19 +306,27 @@ def _search(
         where = any_scope(scopes_of(scopes, user_id, agent_id, run_id))
     selection = all_of(where, parse_filter(rest), _valid(self, as_of, include_expired))
     limit = limit_or_top_k(limit, top_k, 100)
-    search = partial(search_flow, query, selection, limit, threshold, mode,
-                     self._search_settings, self._runtime.store.supports_keyword,
-                     self._lifecycle, self._now(), min_confidence)
-    if graph is not False and (graph is not None or self._graph is not None):
-        _, graph_scope = _graph_scope(self, scope.user_id, scope.agent_id, scope.run_id)
-        flow = graph_search_flow(lambda vector: search(vector=vector), query, graph_scope,
-                                 selection, self._graph_depth, limit)
-    else:
-        flow = search()
+    now = self._now()
+    graphed = graph is not False and (graph is not None or self._graph is not None)
+    graph_scope = _graph_scope(self, scope.user_id, scope.agent_id, scope.run_id)[1] \
+        if graphed else None
+
+    def ranked(window: int, vector: Vector | None, life: Lifecycle) -> Flow[SearchResult]:
+        search = partial(search_flow, query, selection, window, threshold, mode,
+                         self._search_settings, self._runtime.store.supports_keyword, life,
+                         now, min_confidence)
+        if graph_scope is None:
+            return search(vector=vector)
+        return graph_search_flow(lambda given: search(vector=given), query, graph_scope,
+                                 selection, self._graph_depth, window, vector)
+
+    keyword_only = (mode or self._search_settings.mode) == "keyword" and not graphed
+    flow = paged_flow(ranked, query, offset_of(offset), limit, self._lifecycle, now,
+                      embed=not keyword_only)
     life = self.config.lifecycle
     if not life.search_log:
         return flow
-    return logged_search_flow(flow, query, limit, scope, self._now(), life.search_log_text)
+    return logged_search_flow(flow, query, limit, scope, now, life.search_log_text)
 
 
 def _graph_scope(self: _Shell, user_id: str | None, agent_id: str | None,
@@ -625,6 +635,7 @@ class Memory(_Shell):
         min_confidence: float | None = None,
         graph: bool | None = None,
         scopes: Sequence[Mapping[str, str | None]] | None = None,
+        offset: int = 0,
     ) -> SearchResult:
         """Memories of the scope most relevant to ``query``, highest score first.
 
@@ -642,12 +653,15 @@ class Memory(_Shell):
         ranking, and ``relations`` carries the relations found. ``scopes`` (instead of
         ``user_id``/``agent_id``/``run_id``) searches several scopes at once, e.g.
         ``scopes=[{"user_id": "alice"}, {"agent_id": "shared"}]``; never without it.
+        ``offset`` skips that many results of the query's order: keep ``limit`` and step
+        ``offset`` by it to read page after page, none twice, none skipped (see
+        ``docs/pipeline.md``, "Paging").
         """
         return self._runtime.run(_search(
             self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
             filters=filters, threshold=threshold, mode=mode, top_k=top_k, as_of=as_of,
             include_expired=include_expired, min_confidence=min_confidence, graph=graph,
-            scopes=scopes))
+            scopes=scopes, offset=offset))
 
     def get(self, memory_id: str) -> MemoryItem | None:
         """The memory with this id if it is valid now, or ``None`` (see :meth:`versions`)."""
@@ -1008,13 +1022,14 @@ class AsyncMemory(_Shell):
         min_confidence: float | None = None,
         graph: bool | None = None,
         scopes: Sequence[Mapping[str, str | None]] | None = None,
+        offset: int = 0,
     ) -> SearchResult:
         """See :meth:`Memory.search`."""
         return await self._runtime.arun(_search(
             self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
             filters=filters, threshold=threshold, mode=mode, top_k=top_k, as_of=as_of,
             include_expired=include_expired, min_confidence=min_confidence, graph=graph,
-            scopes=scopes))
+            scopes=scopes, offset=offset))
 
     async def get(self, memory_id: str) -> MemoryItem | None:
         """See :meth:`Memory.get`."""

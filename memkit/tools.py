@@ -86,6 +86,9 @@ class _SearchMemoriesArgs(_Args):
     agent_id: AgentId = None
     run_id: RunId = None
     limit: Annotated[int, Field(ge=1, le=100, description="How many at most.")] = 10
+    offset: Annotated[int, Field(ge=0, le=100_000, description=(
+        "Skip this many results: for the next page, the same query and limit with "
+        "offset + limit."))] = 0
     filters: Filters = None
     threshold: Annotated[float | None, Field(
         ge=0, le=1, description="Drop results scoring below this (0..1).")] = None
@@ -188,7 +191,8 @@ def _plan_add(a: _AddMemoryArgs, scope: Json) -> Call:
 
 
 def _plan_search(a: _SearchMemoriesArgs, scope: Json) -> Call:
-    return "search", (a.query,), {**scope, "limit": a.limit, "filters": a.filters,
+    return "search", (a.query,), {**scope, "limit": a.limit, "offset": a.offset,
+                                  "filters": a.filters,
                                   "threshold": a.threshold, "as_of": a.as_of}, _dump
 
 

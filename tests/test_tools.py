@@ -46,6 +46,11 @@ def test_fixed_scope_is_hidden_and_enforced() -> None:
     assert added["results"][0]["event"] == "ADD"
     found = tools.call("search_memories", {"query": "tea"})
     assert [r["memory"] for r in found["results"]] == ["likes tea"]
+    tools.call("add_memory", {"content": "likes green tea", "infer": False})
+    pages = [tools.call("search_memories", {"query": "tea", "limit": 1, "offset": o})
+             for o in (0, 1, 2)]
+    assert sorted(r["memory"] for p in pages for r in p["results"]) == [
+        "likes green tea", "likes tea"]
     assert found["results"][0]["user_id"] == "alice"
 
     with pytest.raises(MemkitError, match="user_id is fixed"):
@@ -56,7 +61,7 @@ def test_fixed_scope_is_hidden_and_enforced() -> None:
             tools.call(name, {"memory_id": bob, **args})
     assert memory.get(bob) is not None and memory.get(bob).memory == "Bob's secret"  # type: ignore[union-attr]
     deleted = tools.call("delete_all_memories", {})
-    assert deleted["deleted"] == 1 and len(deleted["ids"]) == 1
+    assert deleted["deleted"] == 2 and len(deleted["ids"]) == 2
     assert memory.get(bob) is not None
 
 

@@ -94,12 +94,14 @@ def linked_scores(ids: Sequence[str], vector: Vector, filter: Filter | None) -> 
 
 
 def graph_search_flow(search: SearchGiven, query: str, scope: GraphScope,
-                      filter: Filter | None, depth: int, limit: int) -> Flow[SearchResult]:
+                      filter: Filter | None, depth: int, limit: int,
+                      vector: Vector | None = None) -> Flow[SearchResult]:
     """``search``, then the entities the query names expand ``depth`` hops; memories the
     relations came from join the ranking (module docstring) and the result carries the
-    relations."""
+    relations. ``vector``: the query's embedding when the caller has it already."""
     query = query_of(query)
-    [vector] = yield Embed((query,), query=True)
+    if vector is None:
+        [vector] = yield Embed((query,), query=True)
     result = yield from search(vector)
     names = named_in(query)
     found: dict[str, str] = (yield GraphCall("resolve", (scope, names))) if names else {}

@@ -129,7 +129,7 @@ def rank(hits: Sequence[Hit], lifecycle: Lifecycle, now: str,
             continue
         score = hit.score * confidence if lifecycle.decay else hit.score
         out.append((Hit(hit.record, score), confidence))
-    out.sort(key=lambda pair: -pair[0].score)
+    out.sort(key=lambda pair: (-pair[0].score, pair[0].record.id))  # ties: one order
     return out
 
 

@@ -192,7 +192,10 @@ def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to look for.")],
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
-    limit: LimitOpt = 10, filters: FiltersOpt = None,
+    limit: LimitOpt = 10,
+    offset: Annotated[int, typer.Option(min=0, help="Skip this many results (the next page: "
+                                                    "--offset plus --limit).")] = 0,
+    filters: FiltersOpt = None,
     threshold: Annotated[float | None, typer.Option(min=0, max=1)] = None,
     mode: Annotated[str | None, typer.Option(help="hybrid, vector or keyword.")] = None,
     as_of: AsOfOpt = None,
@@ -201,7 +204,8 @@ def search(
     """The memories of a scope most relevant to a query."""
     with _memory(ctx) as memory:
         result = memory.search(query, user_id=user_id, agent_id=agent_id, run_id=run_id,
-                               limit=limit, filters=_json_arg(filters, "--filters"),
+                               limit=limit, offset=offset,
+                               filters=_json_arg(filters, "--filters"),
                                threshold=threshold, mode=mode,  # type: ignore[arg-type]
                                as_of=as_of)
     data = result.model_dump(mode="json")

@@ -183,6 +183,8 @@ async def search_get(
     agent_id: Annotated[str | None, Query(min_length=1)] = None,
     run_id: Annotated[str | None, Query(min_length=1)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    offset: Annotated[int, Query(ge=0, le=100_000, description="Skip this many results "
+                                 "(the next page: offset + limit)")] = 0,
     threshold: Annotated[float | None, Query(ge=0, le=1)] = None,
     mode: SearchMode | None = None,
     filters: Annotated[str | None, Query(description="A filter as a JSON object")] = None,
@@ -193,7 +195,7 @@ async def search_get(
     if text is None or (q is not None and query is not None):
         raise MemkitError("give the query as q or as query (one of them)")
     body = SearchBody(query=text, user_id=user_id, agent_id=agent_id, run_id=run_id,
-                      limit=limit, threshold=threshold, mode=mode,
+                      limit=limit, offset=offset, threshold=threshold, mode=mode,
                       filters=_filters_param(filters), as_of=as_of,
                       include_expired=include_expired)
     return await search_post(body, grant, mem)
@@ -209,7 +211,8 @@ async def search_post(body: SearchBody, grant: Auth, mem: Mem) -> SearchResult:
     if body.scopes is not None:
         scopes = [scope_for(grant, **s.model_dump()) for s in body.scopes]
         scope = given  # the call's own scope fields must be empty (400 otherwise)
-    return await mem.search(body.query, **scope, limit=body.limit, filters=body.filters,
+    return await mem.search(body.query, **scope, limit=body.limit, offset=body.offset,
+                            filters=body.filters,
                             threshold=body.threshold, mode=body.mode, as_of=body.as_of,
                             include_expired=body.include_expired, graph=body.graph,
                             scopes=scopes)

@@ -65,6 +65,8 @@ class SearchBody(_Body):
     agent_id: str | None = Field(None, min_length=1)
     run_id: str | None = Field(None, min_length=1)
     limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=100_000, description="Skip this many results: keep "
+                        "``limit`` and step ``offset`` by it to read the next page.")
     filters: dict[str, Any] | None = None
     threshold: float | None = Field(None, ge=0, le=1)
     mode: SearchMode | None = None

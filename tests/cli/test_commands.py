@@ -47,6 +47,10 @@ def test_memory_commands(tmp_path: Path) -> None:
 
     hits = memkit_json(db, "search", "green tea", "-u", "alice")["results"]
     assert hits[0]["id"] == tea
+    pages = [memkit_json(db, "search", "green tea", "-u", "alice", "-n", "1", "--offset", o)
+             for o in ("0", "1", "2")]
+    assert [[h["id"] for h in p["results"]] for p in pages][:1] == [[tea]]
+    assert [len(p["results"]) for p in pages] == [1, 1, 0]
     only = memkit_json(db, "search", "tea", "-u", "alice", "-f", '{"topic": "none"}')
     assert only["results"] == []
 

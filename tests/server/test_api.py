@@ -77,6 +77,26 @@ def test_pagination(client: Client) -> None:
     assert len(seen) == len(set(seen)) == 5
 
 
+def test_search_pages_by_get_and_post(client: Client) -> None:
+    c = client("open-key")
+    user = _user()
+    for i in range(7):
+        c.post("/v1/memories/", json={"messages": f"tea note {i}", "user_id": user,
+                                      "infer": False})
+    whole = [h["id"] for h in c.post("/v1/memories/search/", json={
+        "query": "tea note", "user_id": user, "limit": 3}).json()["results"]]
+    posted = [[h["id"] for h in c.post("/v1/memories/search/", json={
+        "query": "tea note", "user_id": user, "limit": 3, "offset": o}).json()["results"]]
+        for o in (0, 3, 6, 9)]
+    got = [[h["id"] for h in c.get("/v1/memories/search/", params={
+        "q": "tea note", "user_id": user, "limit": 3, "offset": o}).json()["results"]]
+        for o in (0, 3, 6, 9)]
+    assert posted == got and posted[0] == whole
+    assert [len(p) for p in posted] == [3, 3, 1, 0]
+    assert len({i for p in posted for i in p}) == 7
+    assert c.get("/v1/memories/search/", params={"q": "x", "offset": -1}).status_code == 422
+
+
 def test_delete_all_for_a_scope(client: Client) -> None:
     c = client("open-key")
     user, other = _user(), _user()
