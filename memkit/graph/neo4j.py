@@ -32,6 +32,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, TypeVar
 
+from memkit._env import env
 from memkit._imports import require
 from memkit.graph.base import (
     UNKNOWN,
@@ -353,18 +354,25 @@ def _relation(row: dict[str, Any]) -> Relation:
 
 
 class Neo4jGraph(GraphStore):
-    """A graph on a Bolt server: Neo4j 5, or another openCypher server."""
+    """A graph on a Bolt server: Neo4j 5, or another openCypher server.
+
+    What the config leaves out comes from ``NEO4J_URI``, ``NEO4J_USERNAME``,
+    ``NEO4J_PASSWORD`` and ``NEO4J_DATABASE``, then ``bolt://localhost:7687`` as ``neo4j``."""
 
     provider: ClassVar[str] = "neo4j"
     ops: CypherGraph
 
-    def __init__(self, url: str = "bolt://localhost:7687", username: str = "neo4j",
-                 password: str = "", database: str | None = None,
+    def __init__(self, url: str | None = None, username: str | None = None,
+                 password: str | None = None, database: str | None = None,
                  label: str = "MemkitEntity", indexes: bool = True, *, driver: Any = None,
                  async_driver: Any = None) -> None:
-        self.url, self.database = url, database
+        self.url = url or env("NEO4J_URI", "NEO4J_URL") or "bolt://localhost:7687"
+        self.database = database or env("NEO4J_DATABASE")
         self.ops = CypherGraph(label, indexes)
-        self._auth = (username, password)
+        self.username = (username if username is not None
+                         else env("NEO4J_USERNAME", "NEO4J_USER") or "neo4j")
+        self._auth = (self.username,
+                      password if password is not None else env("NEO4J_PASSWORD") or "")
         self._driver, self._adriver = driver, async_driver
         self._owns = driver is None, async_driver is None
         self._ready = False

@@ -55,6 +55,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from memkit._env import env, env_port
 from memkit._errors import ConfigError, VectorStoreError
 from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or, matches
 from memkit._imports import require
@@ -320,6 +321,10 @@ class ChromaStore(DrivenStore):
         url: str | None = None,
     ) -> None:
         super().__init__()
+        if path is None and host is None and url is None:
+            url, host = env("CHROMA_URL"), env("CHROMA_HOST")
+            if host is not None and port is None:
+                port = env_port("CHROMA_PORT")
         chromadb = require("chromadb", "chroma")
         config = require("chromadb.config", "chroma")
         if len(collection_name) < 3:

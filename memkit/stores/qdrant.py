@@ -53,6 +53,7 @@ from collections.abc import Callable, Generator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from memkit._env import env, env_port
 from memkit._errors import ConfigError, FilterError, VectorStoreError
 from memkit._filters import BUILTIN_FIELDS, TIME_FIELDS, And, Condition, Filter, Not, Or, Scalar
 from memkit._imports import require
@@ -293,6 +294,10 @@ class QdrantStore(SwitchableStore):
     ) -> None:
         super().__init__()
         qdrant_client = require("qdrant_client", "qdrant")
+        if url is None and host is None and path is None:
+            url, host = env("QDRANT_URL"), env("QDRANT_HOST")
+            if host is not None and port is None:
+                port = env_port("QDRANT_PORT")
         self.collection_name = self._live = collection_name
         self._dimension: int | None = None
         self._model = ""
@@ -312,7 +317,8 @@ class QdrantStore(SwitchableStore):
             self._aclient: Any = None
             self._client_lock = threading.RLock()
         else:
-            remote: dict[str, Any] = {"url": url, "api_key": api_key, "host": host}
+            remote: dict[str, Any] = {"url": url, "host": host,
+                                      "api_key": api_key if api_key is not None else env("QDRANT_API_KEY")}
             if port is not None:
                 remote["port"] = port
             self._client = qdrant_client.QdrantClient(**remote)
