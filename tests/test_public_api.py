@@ -16,7 +16,7 @@ EXPECTED = {
     "DeleteResult", "ExportedMemory", "ImportResult", "ConflictError", "MEMORY_TYPES",
     "ConsolidationCluster", "ConsolidationResult", "MemoryStats",
     "EntityGraph", "GraphEntity", "GraphRelation", "SearchLogEntry",
-    "ReembedResult",
+    "ReembedResult", "ScopeCount",
     "TASK_STATUSES", "FolderWatch", "IndexResult", "SkippedFile", "StartupContext", "StartupItem",
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from memkit._filters import Filter
-from memkit._models import MemoryStats
+from memkit._models import MemoryStats, ScopeCount
 from memkit._pipeline.apply import scan
 from memkit._pipeline.effects import Flow, GraphCall
 from memkit._pipeline.lifecycle import Lifecycle, flush_flow
@@ -28,6 +28,7 @@ def stats_flow(selection: Filter | None, now: str, lifecycle: Lifecycle,
     replaced = {r.supersedes for r in records if r.supersedes is not None}
     states: Counter[str] = Counter()
     types: Counter[str] = Counter()
+    scopes: Counter[tuple[str | None, str | None, str | None]] = Counter()
     growth: Counter[str] = Counter()
     histogram = [0] * BINS
     current: list[Record] = []
@@ -39,18 +40,26 @@ def stats_flow(selection: Filter | None, now: str, lifecycle: Lifecycle,
         if state == "current":
             current.append(record)
             types[record.memory_type or "untyped"] += 1
+            scopes[(record.user_id, record.agent_id, record.run_id)] += 1
             confidence = lifecycle.confidence(record, now)
             histogram[min(BINS - 1, int(confidence * BINS))] += 1
     accessed = sorted((r for r in current if r.access_count),
                       key=lambda r: (-(r.access_count or 0), r.id))[:MOST_ACCESSED]
     return MemoryStats(
         memories=len(current), by_type=dict(types.most_common()),
+        by_scope=[ScopeCount(user_id=u, agent_id=a, run_id=r, memories=n)
+                  for (u, a, r), n in sorted(scopes.items(), key=_fullest)],
         by_state={s: states[s] for s in ("current", "superseded", "deleted", "expired",
                                          "future")},
         growth=dict(sorted(growth.items())), confidence_histogram=histogram,
         most_accessed=[r.to_item(confidence=lifecycle.confidence(r, now)) for r in accessed],
         top_entities=(yield from _top_entities(current)) if graph else {},
         decay=lifecycle.decay)
+
+
+def _fullest(item: tuple[tuple[str | None, ...], int]) -> tuple[int, tuple[str, ...]]:
+    scope, count = item
+    return -count, tuple(v or "" for v in scope)
 
 
 def _top_entities(current: list[Record]) -> Flow[dict[str, int]]:

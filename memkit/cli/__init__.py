@@ -11,11 +11,13 @@ def main() -> None:
         from memkit.cli._graph import graph_app
         from memkit.cli._notes import register
         from memkit.cli._reembed import reembed
+        from memkit.cli._ui import ui
     except ImportError as exc:  # typer or rich missing
         raise SystemExit(f"{exc}; install the CLI with: pip install 'memkit-ai[server]'") from None
     app.add_typer(graph_app, name="graph")
     app.add_typer(eval_app, name="eval")
     app.command("reembed")(reembed)
+    app.command("ui")(ui)
     register(app)
     try:
         app()

@@ -460,6 +460,7 @@ def serve(
         import uvicorn
 
         from memkit.server import create_app, load_keys
+        from memkit.ui import mount_ui
     except ImportError as exc:
         fail(_with_hint(exc, "server"))
     config = _settings(ctx).resolve()
@@ -472,7 +473,13 @@ def serve(
         app_ = create_app(config=config)
     except (MemkitError, ImportError) as exc:
         fail(str(exc))
+    mount_ui(app_)
+    print(f"memkit: the dashboard is at http://{_netloc(host, port)}/ui/", flush=True)
     uvicorn.run(app_, host=host, port=port, log_level="info")
+
+
+def _netloc(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _stdio_in_a_terminal() -> None:

@@ -15,7 +15,7 @@ from memkit.server._errors import install_error_handlers
 from memkit.server._events import Broadcaster
 from memkit.server._graph_routes import graph_router
 from memkit.server._lifecycle_routes import lifecycle_router
-from memkit.server._limits import BodySizeLimit
+from memkit.server._limits import BodySizeLimit, BrowserGuard
 from memkit.server._notes_routes import notes_router
 from memkit.server._routes import router
 
@@ -56,6 +56,7 @@ def create_app(
                     "`Authorization: Bearer <key>`; a key bound to a scope only sees that scope.",
     )
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    app.add_middleware(BrowserGuard, keys=keys)
     install_error_handlers(app)
     app.state.memory = mem
     app.state.events = feed

@@ -1,11 +1,16 @@
-"""A request body size limit, as ASGI middleware (so it holds for every route)."""
+"""ASGI middleware that holds for every route: a request body size limit, and the guard
+against requests a web page forges from another origin."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memkit._net import is_loopback
 
 
 class BodySizeLimit:
@@ -28,7 +33,8 @@ class BodySizeLimit:
             except ValueError:
                 too_big = False
             if too_big:
-                await self._refuse(send)
+                await refuse(send, 413, "payload_too_large",
+                             f"the body exceeds {self.max_bytes} bytes")
                 return
             await self.app(scope, receive, send)
             return
@@ -44,7 +50,8 @@ class BodySizeLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await self._refuse(send)
+                await refuse(send, 413, "payload_too_large",
+                             f"the body exceeds {self.max_bytes} bytes")
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -60,12 +67,54 @@ class BodySizeLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send: Send) -> None:
-        body: dict[str, Any] = {"error": {"type": "payload_too_large",
-                                          "message": f"the body exceeds {self.max_bytes} bytes"}}
-        raw = json.dumps(body).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(raw)).encode()),
-                                (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": raw})
+
+class BrowserGuard:
+    """Refuse what a web page of another site could make a browser send.
+
+    A state-changing request (not GET, HEAD or OPTIONS) whose ``Origin`` is not the
+    server's own is refused: a bearer key cannot be forged, but without keys (the
+    loopback-only mode) a form on any site could otherwise post here. Without keys the
+    ``Host`` must also name this machine, so a DNS name rebound to 127.0.0.1 cannot
+    read the API as its own origin. ``keys`` is the server's (live) key mapping.
+    """
+
+    SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
+
+    def __init__(self, app: ASGIApp, keys: Mapping[str, Any]) -> None:
+        self.app = app
+        self.keys = keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        host = headers.get(b"host", b"").decode("latin-1").lower()
+        if not self.keys and not is_loopback(_hostname(host)):
+            await refuse(send, 403, "forbidden", f"a server without API keys answers only "
+                                                 f"to a loopback host name, not {host[:100]!r}")
+            return
+        origin = headers.get(b"origin")
+        if scope["method"] not in self.SAFE and origin is not None:
+            netloc = urlsplit(origin.decode("latin-1")).netloc.lower()
+            if netloc != host:
+                await refuse(send, 403, "forbidden",
+                             "a request from another origin may not change anything")
+                return
+        await self.app(scope, receive, send)
+
+
+def _hostname(host: str) -> str:
+    """``host`` of a Host header without its port (IPv6 brackets removed)."""
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
+async def refuse(send: Send, status: int, kind: str, message: str) -> None:
+    raw = json.dumps({"error": {"type": kind, "message": message}}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(raw)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": raw})

@@ -107,6 +107,16 @@ async def visible(mem: AsyncMemory, grant: Grant, memory_id: str) -> MemoryItem:
     return item
 
 
+async def in_chain(mem: AsyncMemory, grant: Grant, memory_id: str) -> MemoryItem:
+    """The version ``memory_id`` names, valid now or not (past, deleted, expired)."""
+    found = next((v for v in await mem.versions(memory_id) if v.id == memory_id), None)
+    if found is None:
+        raise NotFoundError(f"no memory with id {memory_id!r}")
+    if not grant.can_see(_item_scope(found)):
+        raise ScopeForbidden("this memory is outside the API key's scope")
+    return found
+
+
 @router.post("/memories/", response_model=AddResult, summary="Add memories")
 async def add_memories(body: AddBody, grant: Auth, mem: Mem, feed: Feed) -> AddResult:
     """Remember a conversation; with ``infer`` the LLM curates it into facts."""
@@ -238,8 +248,9 @@ async def delete_memory(
     memory_id: str, grant: Auth, mem: Mem, feed: Feed,
     hard: Annotated[bool, Query(description="Remove it and its past versions for good")] = False,
 ) -> Deleted:
-    """Ends the memory's validity (``as_of`` reads still see it); ``hard`` removes it."""
-    item = await visible(mem, grant, memory_id)
+    """Ends the memory's validity (``as_of`` reads still see it); ``hard`` removes it and
+    its past versions, also once it is no longer valid (deleted, expired or replaced)."""
+    item = await (in_chain(mem, grant, memory_id) if hard else visible(mem, grant, memory_id))
     await mem.delete(memory_id, hard=hard)
     feed.publish([ChangeEvent.of("memory_deleted", item.id, _item_scope(item))])
     return Deleted(deleted=1)
@@ -264,12 +275,7 @@ async def supersede_memory(memory_id: str, body: SupersedeBody, grant: Auth, mem
                            feed: Feed) -> MemoryItem:
     """A new memory (new id) replaces this one, which stays as a past version; 409 if this
     version was already superseded."""
-    chain = await mem.versions(memory_id)  # a superseded version is 409, not 404
-    old = next((v for v in chain if v.id == memory_id), None)
-    if old is None:
-        raise NotFoundError(f"no memory with id {memory_id!r}")
-    if not grant.can_see(_item_scope(old)):
-        raise ScopeForbidden("this memory is outside the API key's scope")
+    old = await in_chain(mem, grant, memory_id)  # a superseded version is 409, not 404
     item = await mem.supersede(memory_id, body.text, metadata=body.metadata,
                                expires_at=body.expires_at)
     feed.publish([ChangeEvent.of("memory_deleted", old.id, _item_scope(old)),

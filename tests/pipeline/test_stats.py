@@ -44,4 +44,8 @@ def test_stats_count_types_states_growth_confidence_and_accesses(make_memory: Ma
     assert sum(stats.confidence_histogram) == 2
     assert stats.confidence_histogram[4] == 1  # the error: 31 days, half-life 30 -> 0.49
     assert [(i.id, i.access_count) for i in stats.most_accessed] == [(tea.id, 2)]
-    assert m.stats().memories == 3  # the whole store
+    assert [(s.user_id, s.memories) for s in stats.by_scope] == [("u", 2)]
+    whole = m.stats()  # the whole store
+    assert whole.memories == 3
+    assert [(s.user_id, s.agent_id, s.memories) for s in whole.by_scope] == [
+        ("u", None, 2), ("other", None, 1)]

@@ -83,3 +83,24 @@ def test_without_keys_loopback_clients_get_full_rights() -> None:
         r = httpx.post(f"{url}/v1/memories/", json={"messages": "x", "user_id": "u",
                                                     "infer": False})
         assert r.status_code == 200
+
+
+def test_no_other_origin_may_change_anything_and_a_keyless_server_wants_a_local_host() -> None:
+    with serving(create_app(new_memory(), api_keys={})) as url:
+        body = {"messages": "x", "user_id": "u", "infer": False}
+        forged = httpx.post(f"{url}/v1/memories/", json=body, headers={"Origin": "http://evil.example"})
+        assert forged.status_code == 403 and "another origin" in forged.json()["error"]["message"]
+        assert httpx.post(f"{url}/v1/reset/", headers={"Origin": "null"}).status_code == 403
+        own = httpx.post(f"{url}/v1/memories/", json=body, headers={"Origin": url})
+        assert own.status_code == 200
+        assert httpx.get(f"{url}/v1/stats/", headers={"Origin": "http://evil.example"}).status_code == 200
+        rebound = httpx.get(f"{url}/v1/memories/", params={"user_id": "u"},
+                            headers={"Host": "evil.example:80"})  # a DNS name rebound to 127.0.0.1
+        assert rebound.status_code == 403
+        assert httpx.get(f"{url.replace('127.0.0.1', 'localhost')}/health").status_code == 200
+    with serving(create_app(new_memory(), api_keys={"k": {}})) as url:
+        forged = httpx.post(f"{url}/v1/memories/", json=body, headers={
+            "Origin": "http://evil.example", "Authorization": "Bearer k"})
+        assert forged.status_code == 403
+        named = httpx.get(f"{url}/health", headers={"Host": "memkit.example"})
+        assert named.status_code == 200  # with keys, any host name may serve the API

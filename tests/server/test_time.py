@@ -68,3 +68,16 @@ def test_dry_run_expiry_and_hard_deletes(client: Client) -> None:
     assert c.get(f"/v1/memories/{kept}/versions/").status_code == 404
     purged = c.delete("/v1/memories/", params={"user_id": user, "purge": True}).json()
     assert purged == {"deleted": 1}  # the expired memory
+
+
+def test_a_memory_no_longer_valid_can_still_be_hard_deleted_by_its_scope(client: Client) -> None:
+    c = client("alice-key")
+    gone = _add(c, "Owned a kite", "alice")
+    assert c.delete(f"/v1/memories/{gone}/").json() == {"deleted": 1}
+    assert c.delete(f"/v1/memories/{gone}/", params={"hard": True}).status_code == 200
+    assert c.get(f"/v1/memories/{gone}/versions/").status_code == 404
+    other = _add(c, "Owned a boat", "alice")
+    c.delete(f"/v1/memories/{other}/")
+    refused = client("bob-key").delete(f"/v1/memories/{other}/", params={"hard": True})
+    assert refused.status_code == 403
+    assert c.get(f"/v1/memories/{other}/versions/").status_code == 200

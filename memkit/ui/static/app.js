@@ -1,0 +1,178 @@
+// The dashboard shell: sign-in, the scope picker, routing between views, the live feed.
+
+import {api, exchange, follow, getKey, setKey} from './api.js';
+import {clear, h, scopeLabel} from './dom.js';
+import {renderGraph} from './views/graph.js';
+import {renderMemories} from './views/memories.js';
+import {renderMemory} from './views/memory.js';
+import {renderNotes} from './views/notes.js';
+import {renderOverview} from './views/overview.js';
+import {renderPlayground} from './views/playground.js';
+import {renderTasks} from './views/tasks.js';
+
+const VIEWS = {
+  overview: renderOverview, memories: renderMemories, memory: renderMemory, graph: renderGraph,
+  tasks: renderTasks, notes: renderNotes, playground: renderPlayground,
+};
+const SCOPE = 'memkit.scope';
+const main = document.getElementById('main');
+const status = document.getElementById('status');
+const picker = document.getElementById('scope');
+const liveBadge = document.getElementById('live');
+
+const ctx = {
+  scope: JSON.parse(sessionStorage.getItem(SCOPE) || 'null'),
+  scopes: [],
+  recent: [],
+  view: null,
+  /** The scope as query parameters (empty: every scope the key may see). */
+  scopeQuery() {
+    return {...(this.scope || {})};
+  },
+  go(hash) {
+    if (location.hash === hash) route(); else location.hash = hash;
+  },
+  say(message, kind = 'info') {
+    status.hidden = !message;
+    status.className = `status ${kind}`;
+    status.textContent = message || '';
+  },
+  fail(error) {
+    ctx.say(error?.message || String(error), 'error');
+  },
+};
+
+let generation = 0;
+let refreshTimer = null;
+let scopesTimer = null;
+let moved = false;
+
+async function route() {
+  const mine = ++generation;
+  clearTimeout(refreshTimer);
+  const [path, search] = location.hash.replace(/^#\/?/, '').split('?');
+  const [name, ...rest] = (path || 'overview').split('/');
+  const render = VIEWS[name] || VIEWS.overview;
+  const arg = rest.map(decodeURIComponent).join('/');
+  const params = new URLSearchParams(search || '');
+  for (const link of document.querySelectorAll('nav a')) {
+    if (link.dataset.view === name) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  ctx.say('');
+  ctx.view = null;
+  const root = h('div', {class: `view view-${name}`});
+  if (!main.firstChild) main.append(h('p', {class: 'muted'}, 'Loading…'));
+  try {
+    const handle = await render(ctx, root, arg, params);
+    if (mine !== generation) return;
+    ctx.view = handle || null;
+    main.replaceChildren(root);
+    if (moved) root.querySelector('h1')?.focus();
+    moved = true;
+    document.title = `memkit · ${root.querySelector('h1')?.textContent || name}`;
+  } catch (error) {
+    if (mine !== generation) return;
+    main.replaceChildren(h('div', {class: 'view'}, h('h1', {tabindex: -1}, 'Cannot show this'),
+                           h('p', {}, error?.message || String(error))));
+    ctx.fail(error);
+  }
+}
+
+async function loadScopes() {
+  const stats = await api('GET', '/v1/stats/');
+  ctx.scopes = stats.by_scope.map(({user_id, agent_id, run_id}) =>
+    Object.fromEntries(Object.entries({user_id, agent_id, run_id}).filter(([, v]) => v)));
+  const key = JSON.stringify(ctx.scope);
+  if (ctx.scope === null || !ctx.scopes.some(s => JSON.stringify(s) === key)) {
+    if (ctx.scope === null && ctx.scopes.length) setScope(ctx.scopes[0], false);
+  }
+  fillPicker();
+}
+
+function fillPicker() {
+  const options = ctx.scopes.map(scope => h('option', {value: JSON.stringify(scope)}, scopeLabel(scope)));
+  const current = JSON.stringify(ctx.scope);
+  if (ctx.scope && !ctx.scopes.some(scope => JSON.stringify(scope) === current)) {
+    options.unshift(h('option', {value: current}, scopeLabel(ctx.scope)));
+  }
+  picker.replaceChildren(h('option', {value: ''}, 'every scope'), ...options);
+  picker.value = ctx.scope ? current : '';
+}
+
+function setScope(scope, rerender = true) {
+  ctx.scope = scope && Object.keys(scope).length ? scope : null;
+  sessionStorage.setItem(SCOPE, JSON.stringify(ctx.scope));
+  if (rerender) route();
+}
+
+picker.addEventListener('change', () => setScope(picker.value ? JSON.parse(picker.value) : null));
+
+
+function onEvent(event) {
+  ctx.recent.unshift({...event, received: new Date().toISOString()});
+  ctx.recent.length = Math.min(ctx.recent.length, 50);
+  const scope = {user_id: event.data.user_id, agent_id: event.data.agent_id, run_id: event.data.run_id};
+  const wanted = Object.fromEntries(Object.entries(scope).filter(([, v]) => v));
+  if (!ctx.scopes.some(s => JSON.stringify(s) === JSON.stringify(wanted))) {
+    clearTimeout(scopesTimer);
+    scopesTimer = setTimeout(() => loadScopes().catch(ctx.fail), 300);
+  }
+  const handle = ctx.view;
+  if (!handle?.refreshOn || !handle.refreshOn(event)) return;
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(route, 250);
+}
+
+function showLogin(reason) {
+  document.getElementById('login-reason').textContent = reason;
+  document.getElementById('login').hidden = false;
+  document.querySelector('header.top').hidden = true;
+  main.hidden = true;
+  document.getElementById('login-key').focus();
+}
+
+document.getElementById('login-form').addEventListener('submit', event => {
+  event.preventDefault();
+  setKey(document.getElementById('login-key').value.trim());
+  location.reload();
+});
+
+async function start() {
+  const fragment = new URLSearchParams(location.hash.replace(/^#/, ''));
+  const token = fragment.get('token');
+  const key = fragment.get('key');
+  if (token || key) {
+    history.replaceState(null, '', `${location.pathname}#/overview`);  // no key left in the URL
+    if (key) setKey(key);
+    else {
+      try { await exchange(token); } catch (error) {
+        if (!getKey()) return showLogin(error.message);
+      }
+    }
+  }
+  const info = await fetch('/ui/session', {credentials: 'omit'}).then(r => r.json());
+  if (info.keys && !getKey()) return showLogin('This server needs an API key.');
+  try {
+    await loadScopes();
+  } catch (error) {
+    if (error.status === 401) {
+      setKey(null);
+      return showLogin(error.message);
+    }
+    ctx.fail(error);
+  }
+  window.addEventListener('hashchange', route);
+  await route();
+  follow(onEvent, state => {
+    liveBadge.textContent = state;
+    liveBadge.className = `live ${state}`;
+  });
+}
+
+document.querySelector('.skip').addEventListener('click', event => {
+  event.preventDefault();  // the hash is the route: focus the content without changing it
+  main.focus();
+});
+clear(main);
+start();

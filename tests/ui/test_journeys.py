@@ -1,0 +1,264 @@
+"""The dashboard's journeys in Chromium, as an admin: one browser and one page for the module."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from memkit.server import create_app
+from memkit.ui import launch_token, mount_ui
+from tests.server.conftest import KEYS, serving
+from tests.ui.conftest import Browser, admin, expect, new_memory, remember, shot
+
+
+@dataclass
+class Site:
+    url: str
+    app: Any
+    api: httpx.Client
+    ids: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    folder = tmp_path_factory.mktemp("ui")
+    app = create_app(new_memory(folder), api_keys=dict(KEYS))
+    mount_ui(app)
+    with serving(app) as url, admin(url) as api:
+        ids = {
+            "tea": remember(api, "Alice likes green tea", user_id="alice",
+                            metadata={"source": "chat", "mood": "calm"}, memory_type="preference",
+                            importance=0.8)["id"],
+            "bike": remember(api, "Alice rides a red bike to work", user_id="alice",
+                             memory_type="fact")["id"],
+            "task": remember(api, "Book the dentist", user_id="alice", memory_type="task")["id"],
+        }
+        for i in range(60):
+            remember(api, f"Alice note number {i}", user_id="alice")
+        graph = api.post("/v1/memories/", json={"messages": [
+            {"role": "user", "content": "Alice works at Acme"},
+            {"role": "user", "content": "Acme manages Zeta"}],
+                                                "user_id": "alice"})
+        assert graph.status_code == 200, graph.text
+        notes = folder / "notes"
+        notes.mkdir()
+        (notes / "garden.md").write_text("# Garden\n\nThe tomatoes need water on Fridays.\n")
+        indexed = api.post("/v1/index/", json={"path": str(notes), "user_id": "alice"})
+        assert indexed.status_code == 200, indexed.text
+        remember(api, "Bob plays chess", user_id="bob")
+        yield Site(url, app, api, ids)
+
+
+@pytest.fixture(scope="module")
+def page(browser: Browser, site: Site) -> Iterator[Any]:
+    page = browser.page()
+    page.goto(f"{site.url}/ui/#token={launch_token(site.app)}")
+    expect(page.locator("#main h1")).to_contain_text("Overview")
+    yield page
+    page.context.close()  # ends the change feed before the server stops
+
+
+@pytest.fixture(autouse=True)
+def clean(browser: Browser) -> Iterator[None]:
+    """Every journey ends with no console error and no request beyond 127.0.0.1."""
+    browser.errors.clear()
+    yield
+    assert browser.errors == []
+    assert browser.outside() == []
+
+
+def test_the_launch_link_works_once_and_leaves_no_key_in_the_url(page: Any, site: Site,
+                                                                   browser: Browser) -> None:
+    assert "token" not in page.url and page.url.endswith("/ui/#/overview")
+    assert page.evaluate("sessionStorage.getItem('memkit.key')") not in (None, "admin-key")
+    token = launch_token(site.app)
+    other = browser.page()
+    other.goto(f"{site.url}/ui/#token={token}")
+    expect(other.locator("#main h1")).to_contain_text("Overview")
+    again = browser.page()
+    again.goto(f"{site.url}/ui/#token={token}")
+    expect(again.locator("#login-reason")).to_contain_text("used already")
+    assert "token" not in again.url
+    browser.errors.clear()  # the refused exchange is a 401 in the console, on purpose
+    for p in (other, again):
+        p.context.close()
+
+
+def test_the_overview_draws_its_charts(page: Any) -> None:
+    page.goto(page.url.split("#")[0] + "#/overview")
+    charts = page.locator("figure.chart")
+    expect(charts).to_have_count(5)
+    expect(page.locator("figure.chart", has_text="Memories per type")).to_contain_text("preference")
+    expect(page.locator(".card.total .big")).not_to_have_text("0")
+    shot(page, "overview")
+
+
+def test_search_shows_scores_and_which_half_matched_then_opens_a_memory(page: Any, site: Site) -> None:
+    page.click("nav >> text=Memories")
+    expect(page.locator("#main h1")).to_contain_text("Memories of user alice")
+    expect(page.locator("table.list tbody tr")).to_have_count(50)
+    page.click("text=Older →")
+    expect(page.locator(".pager")).to_contain_text("51–")
+    page.fill("input[type=search]", "green tea")
+    page.press("input[type=search]", "Enter")
+    first = page.locator("table.list tbody tr").first
+    expect(first).to_contain_text("Alice likes green tea")
+    expect(first.locator("td.matched")).to_contain_text("keyword")
+    expect(first.locator("td.matched")).to_contain_text("vector")
+    shot(page, "search")
+    first.locator("a").click()
+    expect(page.locator(".memory-text")).to_have_text("Alice likes green tea")
+    expect(page.locator("dl.metadata")).to_contain_text("calm")
+    shot(page, "memory")
+
+
+def test_filters_narrow_the_list(page: Any, site: Site) -> None:
+    page.goto(page.url.split("#")[0] + "#/memories?type=preference")
+    expect(page.locator("table.list tbody tr")).to_have_count(1)
+    page.goto(page.url.split("#")[0] + "#/memories?meta=mood%3Dcalm")
+    expect(page.locator("table.list tbody tr")).to_have_count(1)
+    page.goto(page.url.split("#")[0] + "#/memories?min_importance=0.7")
+    expect(page.locator("table.list tbody tr")).to_have_text(re.compile("green tea"))
+
+
+def open_memory(page: Any, id: str) -> None:
+    page.goto(page.url.split("#")[0] + f"#/memory/{id}")
+    expect(page.locator("#main h1")).to_contain_text("Memory")
+
+
+def test_edit_makes_a_new_version_and_revert_undoes_it(page: Any, site: Site) -> None:
+    open_memory(page, site.ids["bike"])
+    page.click("button:text-is('Edit')")
+    page.fill("textarea[aria-label='New text']", "Alice rides a blue bike to work")
+    page.click("button:text-is('Save')")
+    expect(page.locator(".memory-text")).to_have_text("Alice rides a blue bike to work")
+    expect(page.locator("ol.timeline li")).to_have_count(2)
+    expect(page.locator("ol.timeline li").last.locator("del")).to_have_text("red")
+    expect(page.locator("ol.timeline li").last.locator("ins")).to_have_text("blue")
+    expect(page.locator("table.history tbody tr")).to_have_count(2)
+    shot(page, "versions")
+    update = page.locator("table.history tbody tr", has_text="UPDATE")
+    update.locator("button").click()
+    update.locator("button").click()  # the second click confirms
+    expect(page.locator(".memory-text")).to_have_text("Alice rides a red bike to work")
+    expect(page.locator("table.history tbody tr")).to_have_count(3)
+    expect(page.locator("#status")).to_contain_text("Reverted")
+
+
+def test_feedback_is_acknowledged(page: Any, site: Site) -> None:
+    open_memory(page, site.ids["tea"])
+    page.click("button:text-is('Useful')")
+    expect(page.locator("#status")).to_contain_text("Marked useful")
+
+
+def test_delete_then_purge(page: Any, site: Site) -> None:
+    doomed = remember(site.api, "Alice once owned a kite", user_id="alice")["id"]
+    open_memory(page, doomed)
+    page.click("button:text-is('Delete')")
+    page.click("button:text-is('Delete it?')")
+    expect(page.locator("#main h1")).to_have_text("Memory (no longer valid)")
+    expect(page.locator("table.history")).to_contain_text("DELETE")
+    assert site.api.get(f"/v1/memories/{doomed}/").status_code == 404
+    page.click("button:text-is('Purge')")
+    page.click("button:text-is('Purge it for good?')")
+    expect(page.locator("#status")).to_contain_text("Purged")
+    expect(page.locator("#main h1")).to_contain_text("Memories of")
+    assert site.api.get(f"/v1/memories/{doomed}/versions/").status_code == 404
+
+
+def test_the_graph_clicks_through_to_a_neighbour_and_its_memories(page: Any, site: Site) -> None:
+    page.goto(page.url.split("#")[0] + "#/graph?entity=Alice")
+    expect(page.locator("svg.graph .node")).to_have_count(2)
+    page.select_option("select[aria-label=Depth]", "2")
+    expect(page.locator("svg.graph .node")).to_have_count(3)
+    shot(page, "graph")
+    page.locator("svg.graph .node[data-name=Acme]").click()
+    expect(page.locator(".side h2")).to_have_text("Acme")
+    expect(page.locator(".side")).to_contain_text("Zeta")
+    page.locator(".side").get_by_role("link", name="Zeta", exact=True).click()
+    expect(page.locator("svg.graph .node.center")).to_have_attribute("data-name", "Zeta")
+    page.locator(".side a", has_text="Acme manages Zeta").click()
+    expect(page.locator(".memory-text")).to_have_text("Acme manages Zeta")
+
+
+def test_a_task_changes_status(page: Any, site: Site) -> None:
+    page.goto(page.url.split("#")[0] + "#/tasks")
+    lane = page.locator("section.lane[aria-label=open]")
+    expect(lane).to_contain_text("Book the dentist")
+    lane.locator("select").select_option("done")
+    expect(page.locator("section.lane[aria-label=done]")).to_contain_text("Book the dentist")
+    shot(page, "tasks")
+    task = site.api.get(f"/v1/memories/{site.ids['task']}/").json()
+    assert task["metadata"]["status"] == "done"
+
+
+def test_notes_show_their_file_and_line(page: Any) -> None:
+    page.goto(page.url.split("#")[0] + "#/notes")
+    expect(page.locator(".note-file h2")).to_have_text(re.compile(r"/notes/garden\.md$"))
+    expect(page.locator(".note-file .where")).to_have_text(re.compile(r"garden\.md:1"))
+
+
+def test_the_playground_dry_run_stores_nothing_until_applied(page: Any, site: Site) -> None:
+    page.goto(page.url.split("#")[0] + "#/playground")
+    page.fill("textarea[aria-label=Conversation]",
+              "user: Alice is learning Portuguese\nassistant: Boa sorte!")
+    page.click("button:text-is('Dry run')")
+    expect(page.locator(".outcome h2")).to_contain_text("Dry run")
+    expect(page.locator(".outcome")).to_contain_text("Alice is learning Portuguese")
+    shot(page, "playground")
+    found = site.api.get("/v1/memories/", params={
+        "user_id": "alice", "filters": '{"memory": {"icontains": "portuguese"}}'}).json()
+    assert found["results"] == []
+    page.click("button:text-is('Apply')")
+    expect(page.locator(".outcome h2")).to_have_text("Applied")
+    page.locator(".outcome a", has_text="Portuguese").click()
+    expect(page.locator(".memory-text")).to_have_text("Alice is learning Portuguese")
+
+
+def test_a_change_from_another_client_appears_without_a_reload(page: Any, site: Site) -> None:
+    page.goto(page.url.split("#")[0] + "#/overview")
+    expect(page.locator("#live")).to_have_text("live")
+    page.evaluate("window.__sameDocument = true")
+    remember(site.api, "Alice adopted a cat named Miso", user_id="alice")
+    expect(page.locator("ol.feed").first).to_contain_text("Alice adopted a cat named Miso")
+    assert page.evaluate("window.__sameDocument") is True
+
+
+def test_the_main_views_work_from_the_keyboard(page: Any) -> None:
+    page.goto(page.url.split("#")[0] + "#/overview")
+    page.reload()
+    expect(page.locator("#main h1")).to_contain_text("Overview")
+    page.keyboard.press("Tab")
+    expect(page.locator(".skip")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#main")).to_be_focused()
+    assert page.url.endswith("#/overview")
+    page.reload()
+    expect(page.locator("#main h1")).to_contain_text("Overview")
+    for _ in range(3):
+        page.keyboard.press("Tab")
+    expect(page.locator("nav a[data-view=memories]")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#main h1")).to_be_focused()
+    expect(page.locator("#main h1")).to_contain_text("Memories")
+    page.locator("input[type=search]").focus()
+    page.keyboard.type("green tea")
+    page.keyboard.press("Enter")
+    expect(page.locator("table.list tbody tr").first).to_contain_text("green tea")
+    expect(page.locator("#main h1")).to_be_focused()
+    for _ in range(20):  # on from the heading to the first result's link
+        if page.evaluate("document.activeElement.closest('tbody') !== null"):
+            break
+        page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(page.locator(".memory-text")).to_have_text("Alice likes green tea")
+    page.goto(page.url.split("#")[0] + "#/graph?entity=Alice")
+    node = page.locator("svg.graph .node[data-name=Acme]")
+    node.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator(".side h2")).to_have_text("Acme")
