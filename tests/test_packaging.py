@@ -43,6 +43,15 @@ def test_the_wheel_ships_its_type_marker(wheel: Path) -> None:
         assert "memkit/py.typed" in archive.namelist()
 
 
+def test_the_wheel_ships_every_file_of_the_dashboard(wheel: Path) -> None:
+    static = ROOT / "memkit" / "ui" / "static"
+    expected = {f"memkit/ui/static/{f.relative_to(static).as_posix()}" for f in static.rglob("*.*")}
+    assert {"memkit/ui/static/index.html", "memkit/ui/static/app.js",
+            "memkit/ui/static/views/graph.js"} <= expected
+    with zipfile.ZipFile(wheel) as archive:
+        assert expected <= set(archive.namelist())
+
+
 def test_requirements_state_ranges_not_pins(wheel: Path) -> None:
     requirements = _metadata(wheel)
     assert any(r.name == "litellm" for r in requirements)
