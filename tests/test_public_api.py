@@ -82,6 +82,31 @@ def test_no_front_door_reaches_into_private_runtime() -> None:
                 assert private not in text, f"{path.name} uses {private}"
 
 
+#: what integrations still import from memkit's private modules; issue 23 moves these
+#: behind the public API (the LangGraph store needs the filter conjunction and the
+#: store's timestamp format). Nothing may be added here.
+INTEGRATION_REACH_INS = {("langgraph.py", "memkit._filters"), ("langgraph.py", "memkit._time")}
+
+
+def test_integrations_use_only_the_public_api() -> None:
+    import ast
+    from pathlib import Path
+
+    root = Path(memkit.__file__).parent / "integrations"
+    found = set()
+    for path in root.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            modules = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                       else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for module in modules:
+                private = module.startswith("memkit.") and any(
+                    part.startswith("_") for part in module.split(".")[1:])
+                if private and not module.startswith("memkit.integrations._"):
+                    found.add((path.name, module))
+    assert len(list(root.glob("*.py"))) >= 9
+    assert found == INTEGRATION_REACH_INS
+
+
 PROBE = """
 import socket, sys, time
 def refuse(*a, **k):

@@ -29,34 +29,33 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memkit._imports import require
+try:
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.tools import BaseTool, StructuredTool, ToolException
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        IndexConfig,
+        Item,
+        ListNamespacesOp,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        ensure_embeddings,
+        get_text_at_path,
+    )
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("langgraph is not installed; install it with: "
+                      "pip install 'memkit-ai[langgraph]'") from exc
 
-require("langgraph.store.base", "langgraph")
-require("langchain_core.tools", "langgraph")
-
-from langchain_core.embeddings import Embeddings  # noqa: E402
-from langchain_core.tools import BaseTool, StructuredTool, ToolException  # noqa: E402
-from langgraph.store.base import (  # noqa: E402
-    BaseStore,
-    GetOp,
-    IndexConfig,
-    Item,
-    ListNamespacesOp,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    ensure_embeddings,
-    get_text_at_path,
-)
-
-from memkit._errors import MemkitError  # noqa: E402
-from memkit._filters import Condition, Filter, all_of  # noqa: E402
-from memkit._time import to_datetime, to_iso, utcnow  # noqa: E402
-from memkit.embeddings.base import Embedder, Matrix, normalise  # noqa: E402
-from memkit.stores.base import Record, VectorStore  # noqa: E402
-from memkit.tools import MemoryTools  # noqa: E402
+from memkit import Condition, Filter, MemkitError
+from memkit._filters import all_of
+from memkit._time import to_datetime, to_iso, utcnow
+from memkit.embeddings.base import Embedder, Matrix, normalise
+from memkit.stores.base import Record, VectorStore
+from memkit.tools import MemoryTools
 
 if TYPE_CHECKING:
     from memkit import AsyncMemory, Memory

@@ -18,14 +18,14 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memkit._imports import require
+try:
+    from agents import FunctionTool, RunContextWrapper
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("openai-agents is not installed; install it with: "
+                      "pip install 'memkit-ai[openai-agents]'") from exc
 
-require("agents", "openai-agents")
-
-from agents import FunctionTool, RunContextWrapper  # noqa: E402
-
-from memkit._errors import MemkitError  # noqa: E402
-from memkit.tools import MemoryTools, ToolSpec  # noqa: E402
+from memkit import MemkitError
+from memkit.tools import MemoryTools, ToolSpec
 
 if TYPE_CHECKING:
     from memkit import AsyncMemory, Memory

@@ -18,15 +18,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memkit._imports import require
+try:
+    from pydantic_ai import ModelRetry, Tool
+    from pydantic_ai.toolsets import FunctionToolset
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("pydantic-ai is not installed; install it with: "
+                      "pip install 'memkit-ai[pydantic-ai]'") from exc
 
-require("pydantic_ai", "pydantic-ai")
-
-from pydantic_ai import ModelRetry, Tool  # noqa: E402
-from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
-
-from memkit._errors import MemkitError  # noqa: E402
-from memkit.tools import MemoryTools, ToolSpec  # noqa: E402
+from memkit import MemkitError
+from memkit.tools import MemoryTools, ToolSpec
 
 if TYPE_CHECKING:
     from memkit import AsyncMemory, Memory

@@ -4,9 +4,6 @@ each example in examples/ runs."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,18 +11,7 @@ import pytest
 from memkit import AsyncMemory, Memory
 from memkit.stores.memory import InMemoryStore
 from memkit.testing import HashEmbedder, ScriptedLLM
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _run_example(name: str, tmp_path: Path) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "MEMKIT_LLM_MODEL")}
-    env.update(HOME=str(tmp_path), MEMKIT_EXAMPLE_DIR=str(tmp_path))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", str(ROOT / "examples" / name)],
-                          env=env, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+from tests.integrations._examples import run_example as _run_example
 
 
 def _memory() -> Memory:
