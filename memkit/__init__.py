@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from memkit._filters import And, Condition, Filter, Not, Or, parse_filter
     from memkit._memory import AsyncMemory, Memory
     from memkit._models import (
+        MEMORY_TYPES,
+        TASK_STATUSES,
         AddResult,
         ConsolidationCluster,
         ConsolidationResult,
@@ -54,8 +56,6 @@ if TYPE_CHECKING:
     )
     from memkit._notes.models import IndexResult, SkippedFile, StartupContext, StartupItem
     from memkit._notes.watch import FolderWatch
-    from memkit._pipeline.lifecycle import MEMORY_TYPES
-    from memkit._pipeline.task_fields import TASK_STATUSES
 
 __version__ = "0.1.0"
 
@@ -73,10 +73,10 @@ _LAZY = {
     "OperationError": "memkit._models", "SearchResult": "memkit._models", "Usage": "memkit._models",
     "And": "memkit._filters", "Condition": "memkit._filters", "Filter": "memkit._filters",
     "Not": "memkit._filters", "Or": "memkit._filters", "parse_filter": "memkit._filters",
-    "MEMORY_TYPES": "memkit._pipeline.lifecycle",
+    "MEMORY_TYPES": "memkit._models",
     "IndexResult": "memkit._notes.models", "SkippedFile": "memkit._notes.models",
     "StartupContext": "memkit._notes.models", "StartupItem": "memkit._notes.models",
-    "FolderWatch": "memkit._notes.watch", "TASK_STATUSES": "memkit._pipeline.task_fields",
+    "FolderWatch": "memkit._notes.watch", "TASK_STATUSES": "memkit._models",
 }
 
 __all__ = [

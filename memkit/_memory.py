@@ -34,26 +34,11 @@ from memkit._models import (
 )
 from memkit._notes.models import IndexResult, StartupContext
 from memkit._notes.watch import FolderWatch
-from memkit._pipeline.add import AddRequest, OnError, add_flow
-from memkit._pipeline.consolidate import auto_flow, consolidate_flow
-from memkit._pipeline.crud import (
-    SearchMode,
-    SearchSettings,
-    delete_all_flow,
-    delete_flow,
-    get_all_flow,
-    get_flow,
-    history_flow,
-    purge_flow,
-    reset_flow,
-    revert_flow,
-    search_flow,
-    supersede_flow,
-    update_flow,
-)
+from memkit._pipeline.add.flow import AddRequest, OnError, add_flow
 from memkit._pipeline.effects import Flow
-from memkit._pipeline.feedback import feedback_flow, logged_search_flow, search_log_flow
-from memkit._pipeline.graph import (
+from memkit._pipeline.features.consolidate import auto_flow, consolidate_flow
+from memkit._pipeline.features.feedback import feedback_flow, logged_search_flow, search_log_flow
+from memkit._pipeline.features.graph import (
     GraphSettings,
     add_entity_flow,
     add_relation_flow,
@@ -63,7 +48,15 @@ from memkit._pipeline.graph import (
     get_entities_flow,
     get_entity_flow,
 )
-from memkit._pipeline.graph_search import graph_search_flow
+from memkit._pipeline.features.graph_search import graph_search_flow
+from memkit._pipeline.features.lifecycle import Lifecycle, flush_flow, lifecycle_fields, prune_flow
+from memkit._pipeline.features.notes import daily_log_flow, index_flow, max_file_bytes_of
+from memkit._pipeline.features.reembed import Progress, reembed_flow
+from memkit._pipeline.features.startup import budget_of, startup_flow
+from memkit._pipeline.features.stats import stats_flow
+from memkit._pipeline.features.task_fields import surface_of, with_surface, with_task_status
+from memkit._pipeline.features.tasks import update_task_flow
+from memkit._pipeline.features.transfer import export_flow, import_flow
 from memkit._pipeline.inputs import (
     Scope,
     limit_or_top_k,
@@ -74,18 +67,23 @@ from memkit._pipeline.inputs import (
     text_of,
     timestamp_of,
 )
-from memkit._pipeline.lifecycle import Lifecycle, flush_flow, lifecycle_fields, prune_flow
-from memkit._pipeline.notes import daily_log_flow, index_flow, max_file_bytes_of
-from memkit._pipeline.paging import offset_of, paged_flow
-from memkit._pipeline.reembed import Progress, reembed_flow
+from memkit._pipeline.memories import (
+    delete_all_flow,
+    delete_flow,
+    get_all_flow,
+    get_flow,
+    history_flow,
+    purge_flow,
+    reset_flow,
+    revert_flow,
+    supersede_flow,
+    update_flow,
+)
 from memkit._pipeline.runtime import Runtime
-from memkit._pipeline.scopes import any_scope, scopes_of
-from memkit._pipeline.startup import budget_of, startup_flow
-from memkit._pipeline.stats import stats_flow
-from memkit._pipeline.task_fields import surface_of, with_surface, with_task_status
-from memkit._pipeline.tasks import update_task_flow
-from memkit._pipeline.transfer import export_flow, import_flow
-from memkit._pipeline.versions import chain_flow, valid_at
+from memkit._pipeline.search.flow import SearchMode, SearchSettings, search_flow
+from memkit._pipeline.search.paging import offset_of, paged_flow
+from memkit._pipeline.search.scopes import any_scope, scopes_of
+from memkit._pipeline.write.versions import chain_flow, valid_at
 from memkit._time import to_iso, utcnow
 from memkit.embeddings import PROVIDERS as EMBEDDERS
 from memkit.embeddings.base import Embedder

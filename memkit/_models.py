@@ -13,6 +13,12 @@ from memkit._display import html_table, one_line, plural, scope_of, text_table
 Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 GraphEventName = Literal["RELATION_ADD", "RELATION_CLOSE", "RELATION_DELETE", "ENTITY_DELETE"]
 
+MEMORY_TYPES = ("observation", "decision", "learning", "error", "pattern", "preference", "fact",
+                "procedure", "task")
+"""The built-in memory types; a caller may use a word of its own."""
+TASK_STATUSES = ("open", "in_progress", "done", "cancelled")
+"""The statuses of a task (``memory_type="task"``); a new task is ``open``."""
+
 
 class _Model(BaseModel):
     """A typed result that also reads like mem0's dicts: ``item["memory"]``, ``item.get("score")``."""

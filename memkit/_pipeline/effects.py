@@ -115,7 +115,7 @@ class ResetHistory:
 
 @dataclass(frozen=True, slots=True)
 class NoteAccess:
-    """-> bool: whether the buffer of accesses is due to be written (memkit._pipeline.lifecycle)"""
+    """-> bool: whether the buffer of accesses is due to be written (memkit._pipeline.features.lifecycle)"""
 
     records: tuple[Record, ...]
     at: str
@@ -144,7 +144,7 @@ class Monotonic:
 
 @dataclass(frozen=True, slots=True)
 class LogSearch:
-    """-> None: append a search to the search log (memkit._pipeline.feedback)"""
+    """-> None: append a search to the search log (memkit._pipeline.features.feedback)"""
 
     entry: SearchLogEntry
 

@@ -20,7 +20,6 @@ import numpy as np
 from memkit._errors import ConfigError, MemkitError, VectorStoreError
 from memkit._notes.daily_log import append_log
 from memkit._notes.markdown import read_folder
-from memkit._pipeline.apply import Applied, transaction
 from memkit._pipeline.effects import (
     AppendHistory,
     AppendLog,
@@ -55,7 +54,8 @@ from memkit._pipeline.effects import (
     UseEmbedder,
     WriteEffect,
 )
-from memkit._pipeline.lifecycle import AccessLog, AddCounts
+from memkit._pipeline.features.lifecycle import AccessLog, AddCounts
+from memkit._pipeline.write.apply import Applied, transaction
 from memkit.embeddings.base import Embedder, Matrix, normalise
 from memkit.graph.base import GraphStore
 from memkit.history.base import HistoryStore

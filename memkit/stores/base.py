@@ -69,7 +69,7 @@ class Record:
     #: how much it matters, in [0, 1]
     importance: float | None = None
     #: confidence in [0, 1] as of ``last_accessed_at`` (or ``updated_at``); it decays from
-    #: there at read time (:mod:`memkit._pipeline.decay`); missing means 1.0
+    #: there at read time (:mod:`memkit._pipeline.features.lifecycle`); missing means 1.0
     confidence: float | None = None
     #: how often searches returned it (missing: never), and when last
     access_count: int | None = None
@@ -139,7 +139,7 @@ class Hit:
 
 @dataclass(slots=True)
 class WriteBatch:
-    """Changes applied together by the apply flow (:mod:`memkit._pipeline.apply`).
+    """Changes applied together by the apply flow (:mod:`memkit._pipeline.write.apply`).
 
     ``adds`` whose hash already exists among the records matching
     ``dedup_scope`` and valid at ``valid_at`` (or earlier in the same batch) are
@@ -344,7 +344,7 @@ class VectorStore(ABC):
     def count(self, filter: Filter | None = None) -> int:
         """How many records match ``filter``."""
 
-    # -- re-embedding (memkit._pipeline.reembed) -----------------------------
+    # -- re-embedding (memkit._pipeline.features.reembed) -----------------------------
     def shadow(self, dimension: int, model: str) -> VectorStore:
         """An empty collection beside this one (same kind, same place), open for
         ``dimension``-dimensional vectors of ``model``; re-embedding fills it while this

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from memkit._pipeline import prompts
-from memkit._pipeline.parsing import MAX_ANSWER_CHARS, ParseError, load_json, parse_facts
+from memkit._pipeline.add import prompts
+from memkit._pipeline.add.parsing import MAX_ANSWER_CHARS, ParseError, load_json, parse_facts
 from memkit.llms.base import LLMRequest
 from memkit.testing import FunctionLLM, ScriptedLLM
 from tests.pipeline.conftest import MakeMemory, facts, ops

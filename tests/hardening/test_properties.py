@@ -25,7 +25,7 @@ from memkit import (
     VectorStoreError,
 )
 from memkit._filters import OPERATORS
-from memkit._pipeline.parsing import ParseError, parse_facts
+from memkit._pipeline.add.parsing import ParseError, parse_facts
 from memkit._text import bad_code_point
 from memkit.stores.memory import InMemoryStore
 from memkit.stores.sqlite import SQLiteStore

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memkit._pipeline.keywords import MIN_SAMPLE, distinctive, keyword_query, keyword_terms
+from memkit._pipeline.search.keywords import MIN_SAMPLE, distinctive, keyword_query, keyword_terms
 from tests.pipeline.conftest import MakeMemory, Shell
 
 QUICKSTART = [

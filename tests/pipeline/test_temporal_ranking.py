@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memkit._pipeline.temporal import asks_when, mentions_time, named_period
+from memkit._pipeline.search.temporal import asks_when, mentions_time, named_period
 from tests.pipeline.conftest import MakeMemory
 
 UNDATED = "Caroline went to a support group"

@@ -292,8 +292,8 @@ def test_revert_refuses_when_the_memory_changed_since(make_memory: MakeMemory) -
 
 
 def test_concurrent_reverts_of_one_event_apply_once(make_memory: MakeMemory) -> None:
-    from memkit._pipeline.crud import revert_flow
     from memkit._pipeline.effects import Transaction
+    from memkit._pipeline.memories import revert_flow
     from memkit._time import to_iso
 
     m = make_memory()

@@ -20,8 +20,8 @@ import pytest
 from memkit import ConfigError, VectorStoreError
 from memkit._filters import Filter, parse_filter
 from memkit._models import HistoryRecord
-from memkit._pipeline.apply import Applied, transaction
 from memkit._pipeline.runtime import atransact, transact
+from memkit._pipeline.write.apply import Applied, transaction
 from memkit._time import to_iso
 from memkit.history.base import HistoryStore
 from memkit.stores.base import Hit, Order, Record, Vector, VectorStore, WriteBatch

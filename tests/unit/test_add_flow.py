@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from memkit._errors import LLMError, MemkitError
-from memkit._pipeline.add import AddRequest, add_flow
+from memkit._pipeline.add.flow import AddRequest, add_flow
 from memkit._pipeline.effects import (
     AppendHistory,
     Complete,

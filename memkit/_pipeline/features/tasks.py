@@ -6,10 +6,10 @@ from dataclasses import replace
 
 from memkit._errors import MemkitError
 from memkit._models import MemoryItem
-from memkit._pipeline.apply import apply
-from memkit._pipeline.crud import _existing, _history_row, _scope_key
 from memkit._pipeline.effects import Flow
-from memkit._pipeline.task_fields import STATUS_PREFIX, task_status_of
+from memkit._pipeline.features.task_fields import STATUS_PREFIX, task_status_of
+from memkit._pipeline.memories import current_flow
+from memkit._pipeline.write.apply import apply, history_row, scope_key
 from memkit.stores.base import WriteBatch
 
 
@@ -17,7 +17,7 @@ def update_task_flow(memory_id: str, status: str, now: str) -> Flow[MemoryItem]:
     """Set a task's status in place; the change is an UPDATE event of its history whose old
     and new values read ``status: <status>`` (``revert`` sets the old status back)."""
     checked = task_status_of(status)
-    record = yield from _existing(memory_id, now)
+    record = yield from current_flow(memory_id, now)
     if record.memory_type != "task":
         raise MemkitError(f"memory {record.id} is not a task (its memory_type is "
                           f"{record.memory_type!r}); add tasks with memory_type='task'")
@@ -25,6 +25,6 @@ def update_task_flow(memory_id: str, status: str, now: str) -> Flow[MemoryItem]:
     changed = replace(record, updated_at=now, vector=None,
                       metadata={**record.metadata, "status": checked})
     history = [] if before == checked else [
-        _history_row(record, "UPDATE", STATUS_PREFIX + str(before), STATUS_PREFIX + checked, now)]
-    yield from apply(WriteBatch(updates=[changed], history=history, dedup_scope=_scope_key(record)))
+        history_row(record, "UPDATE", STATUS_PREFIX + str(before), STATUS_PREFIX + checked, now)]
+    yield from apply(WriteBatch(updates=[changed], history=history, dedup_scope=scope_key(record)))
     return changed.to_item()

@@ -26,17 +26,13 @@ from typing import Any
 
 from memkit._errors import MemkitError
 from memkit._filters import Condition, Filter, all_of
-from memkit._models import DeleteResult, HistoryRecord
-from memkit._pipeline.apply import apply, scan
+from memkit._models import MEMORY_TYPES, DeleteResult, HistoryRecord
 from memkit._pipeline.effects import Flow, NoteAccess, TakeAccesses, Transaction, Update, WriteFlow
-from memkit._pipeline.versions import end, valid_at
+from memkit._pipeline.write.apply import apply, scan
+from memkit._pipeline.write.versions import end, valid_at
 from memkit._text import bad_code_point
 from memkit._time import to_datetime
 from memkit.stores.base import Hit, Record, WriteBatch
-
-MEMORY_TYPES = ("observation", "decision", "learning", "error", "pattern", "preference", "fact",
-                "procedure", "task")
-"""The built-in memory types; a caller may use a word of its own."""
 
 DAY_SECONDS = 86_400.0
 DEFAULT_HALF_LIVES: Mapping[str, float | None] = {

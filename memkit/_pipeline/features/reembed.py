@@ -18,7 +18,6 @@ from typing import Any
 
 from memkit._errors import ConfigError, MemkitError
 from memkit._models import ReembedResult
-from memkit._pipeline.apply import scan
 from memkit._pipeline.effects import (
     Delete,
     DropShadow,
@@ -35,6 +34,7 @@ from memkit._pipeline.effects import (
     UseEmbedder,
     WriteFlow,
 )
+from memkit._pipeline.write.apply import scan
 from memkit.embeddings.base import Embedder
 from memkit.stores.base import EVERY_KEY, Record, VectorStore
 

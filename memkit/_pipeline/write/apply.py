@@ -9,12 +9,14 @@ memory. The reads and writes below run in one transaction of the store
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 from memkit._errors import ConflictError
 from memkit._filters import Filter, all_of
+from memkit._models import HistoryRecord
 from memkit._pipeline.effects import (
     AppendHistory,
     Delete,
@@ -25,7 +27,9 @@ from memkit._pipeline.effects import (
     Update,
     WriteFlow,
 )
-from memkit._pipeline.versions import valid_at
+from memkit._pipeline.inputs import Scope
+from memkit._pipeline.write.versions import valid_at
+from memkit._time import to_datetime
 from memkit.stores.base import Record, WriteBatch, hash_filter
 
 _PAGE = 1000
@@ -104,3 +108,18 @@ def scan(filter: Filter | None) -> Generator[ListRecords, Any, list[Record]]:
         records.extend(page)
         if cursor is None:
             return records
+
+
+def history_row(record: Record, event: str, old: str | None, new: str | None,
+                 when: str) -> HistoryRecord:
+    """The history row of ``event`` on ``record`` at ``when``."""
+    return HistoryRecord(
+        id=str(uuid.uuid4()), memory_id=record.id, event=event,  # type: ignore[arg-type]
+        old_value=old, new_value=new, timestamp=to_datetime(when), is_deleted=event == "DELETE",
+        user_id=record.user_id, agent_id=record.agent_id, run_id=record.run_id,
+    )
+
+
+def scope_key(record: Record) -> Filter | None:
+    """The transaction key of the record's scope (the one adds to that scope take)."""
+    return Scope(record.user_id, record.agent_id, record.run_id).filter()

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from memkit._filters import Filter
 from memkit._models import MemoryItem, SearchResult
 from memkit._pipeline.effects import Embed, Flow, Get, GraphCall, Search
-from memkit._pipeline.graph import relation_model
+from memkit._pipeline.features.graph import relation_model
 from memkit._pipeline.inputs import query_of
 from memkit.graph.base import GraphScope, Relation, Subgraph, entity_id, normalise
 from memkit.stores.base import Hit, Record, Vector, hash_filter

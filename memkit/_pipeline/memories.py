@@ -1,12 +1,12 @@
-"""Search and the direct operations on memories, as flows."""
+"""The direct operations on memories, as flows: get, list, update, delete, purge,
+supersede, history, revert (search: memkit._pipeline.search.flow)."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import replace
 
-from memkit._errors import ConfigError, ConflictError, MemkitError, NotFoundError
+from memkit._errors import ConflictError, MemkitError, NotFoundError
 from memkit._filters import Filter, all_of
 from memkit._models import (
     DeleteResult,
@@ -16,33 +16,26 @@ from memkit._models import (
     MemoryItem,
     SearchResult,
 )
-from memkit._pipeline.apply import apply
 from memkit._pipeline.effects import (
     Embed,
     Flow,
     Get,
-    KeywordSearch,
     ListRecords,
     ReadEvent,
     ReadHistory,
     ResetHistory,
     ResetStore,
-    Search,
 )
-from memkit._pipeline.fusion import fuse
+from memkit._pipeline.features.lifecycle import Lifecycle
+from memkit._pipeline.features.task_fields import STATUS_PREFIX, checked_update, status_change
 from memkit._pipeline.inputs import (
     Scope,
-    bounded_words,
     memory_id_of,
-    query_of,
     text_hash,
     text_of,
 )
-from memkit._pipeline.keywords import distinctive, keyword_terms
-from memkit._pipeline.lifecycle import Lifecycle, confidence_of, note_flow, rank
-from memkit._pipeline.task_fields import STATUS_PREFIX, checked_update, status_change
-from memkit._pipeline.temporal import favour_dated, favour_period, named_period
-from memkit._pipeline.versions import (
+from memkit._pipeline.write.apply import apply, history_row, scope_key
+from memkit._pipeline.write.versions import (
     chain_flow,
     check_order,
     end,
@@ -51,76 +44,8 @@ from memkit._pipeline.versions import (
     superseded_by,
     valid_at,
 )
-from memkit._time import to_datetime, to_iso, utcnow
-from memkit.stores.base import Hit, Record, Vector, WriteBatch, hash_filter
-
-SearchMode = Literal["hybrid", "vector", "keyword"]
-
-
-@dataclass(frozen=True, slots=True)
-class SearchSettings:
-    """The ``search`` section of the config (its defaults live there)."""
-
-    mode: SearchMode | None
-    vector_weight: float
-    keyword_weight: float
-    candidates: int
-    temporal_weight: float
-    keyword_exponent: float
-    common_word_share: float
-
-
-def search_flow(
-    query: str, filter: Filter | None, limit: int, threshold: float | None,
-    mode: SearchMode | None, settings: SearchSettings, keyword_capable: bool,
-    lifecycle: Lifecycle | None = None, now: str | None = None,
-    min_confidence: float | None = None, vector: Vector | None = None,
-) -> Flow[SearchResult]:
-    """``vector``: the query's embedding when the caller has it already."""
-    query = query_of(query)
-    life = lifecycle or Lifecycle()
-    if min_confidence is not None:
-        min_confidence = confidence_of(min_confidence, "min_confidence")
-    when = now or to_iso(utcnow())
-    mode = mode or settings.mode or ("hybrid" if keyword_capable else "vector")
-    if mode not in ("hybrid", "vector", "keyword"):
-        raise MemkitError(f"search mode must be 'hybrid', 'vector' or 'keyword', got {mode!r}")
-    if mode != "vector" and not keyword_capable:
-        raise ConfigError(f"this vector store has no keyword search; {mode!r} search needs one")
-    pool = max(limit, settings.candidates) if mode == "hybrid" else limit
-    if life.decay or min_confidence is not None:  # room to re-rank or drop
-        pool = max(pool, 2 * limit)
-    vector_hits: list[Hit] = []
-    keyword_hits: list[Hit] = []
-    period = named_period(query) if mode != "keyword" and settings.temporal_weight > 0 else None
-    if mode != "keyword":
-        if vector is None:
-            [vector] = yield Embed((query,), query=True)
-        vector_hits = yield Search(vector, pool, filter)
-    # Bounded first (a 100 KB query of one word becomes one term), then content words only:
-    # a query of function words ("I") has no keyword evidence. Hybrid search also skips the
-    # words most of its vector candidates share (a name in every turn of a conversation).
-    terms = keyword_terms(bounded_words(query)) if mode != "vector" else []
-    if mode == "hybrid":
-        terms = distinctive(terms, [h.record.memory for h in vector_hits],
-                            settings.common_word_share)
-    if terms:
-        keyword_hits = yield KeywordSearch(" ".join(terms), pool, filter)
-    if mode == "hybrid":
-        hits = fuse(vector_hits, keyword_hits, vector_weight=settings.vector_weight,
-                    keyword_weight=settings.keyword_weight, limit=pool,
-                    keyword_exponent=settings.keyword_exponent)
-    else:
-        hits = vector_hits or keyword_hits
-    if mode != "keyword":  # keyword scores are the store's own, not in [0, 1]
-        hits = favour_dated(hits, query, settings.temporal_weight)
-        if period is not None:
-            hits = favour_period(hits, period, settings.temporal_weight)
-    ranked = rank(hits, life, when, min_confidence)
-    ranked = [(h, c) for h, c in ranked if threshold is None or h.score >= threshold][:limit]
-    yield from note_flow([h.record for h, _ in ranked], when, life)
-    return SearchResult(results=[
-        h.record.to_item(round(h.score, 6), round(c, 6)) for h, c in ranked])
+from memkit._time import to_iso, utcnow
+from memkit.stores.base import Record, WriteBatch, hash_filter
 
 
 def get_flow(memory_id: str, now: str,
@@ -144,16 +69,7 @@ def get_all_flow(filter: Filter | None, limit: int, lifecycle: Lifecycle | None 
                                  for r in records])
 
 
-def _history_row(record: Record, event: str, old: str | None, new: str | None,
-                 when: str) -> HistoryRecord:
-    return HistoryRecord(
-        id=str(uuid.uuid4()), memory_id=record.id, event=event,  # type: ignore[arg-type]
-        old_value=old, new_value=new, timestamp=to_datetime(when), is_deleted=event == "DELETE",
-        user_id=record.user_id, agent_id=record.agent_id, run_id=record.run_id,
-    )
-
-
-def _existing(memory_id: str, now: str) -> Flow[Record]:
+def current_flow(memory_id: str, now: str) -> Flow[Record]:
     """The memory with this id, valid ``now``."""
     checked = memory_id_of(memory_id)
     if checked is None:
@@ -164,11 +80,6 @@ def _existing(memory_id: str, now: str) -> Flow[Record]:
     return record
 
 
-def _scope_key(record: Record) -> Filter | None:
-    """The transaction key of the record's scope (the one adds to that scope take)."""
-    return Scope(record.user_id, record.agent_id, record.run_id).filter()
-
-
 def update_flow(memory_id: str, text: str | None, metadata: dict[str, object] | None,
                 expires_at: str | None, now: str,
                 lifecycle: dict[str, object] | None = None) -> Flow[MemoryItem]:
@@ -177,7 +88,7 @@ def update_flow(memory_id: str, text: str | None, metadata: dict[str, object] | 
     Without a new text only the other fields change, in place (no version, no history)."""
     if text is not None and not text_of(text, "the new text of a memory").strip():
         raise MemkitError("the new text of a memory must be a non-empty string")
-    record = yield from _existing(memory_id, now)
+    record = yield from current_flow(memory_id, now)
     check_order(record, now)
     metadata = checked_update(record, metadata, lifecycle)
     if text is None:
@@ -187,7 +98,7 @@ def update_flow(memory_id: str, text: str | None, metadata: dict[str, object] | 
         if expires_at is not None:
             fields["expires_at"] = expires_at
         changed = replace(record, updated_at=now, vector=None, **fields)  # type: ignore[arg-type]
-        yield from apply(WriteBatch(updates=[changed], dedup_scope=_scope_key(record)))
+        yield from apply(WriteBatch(updates=[changed], dedup_scope=scope_key(record)))
         return changed.to_item()
     vectors = yield Embed((text, record.memory))
     changes: dict[str, object] = {"metadata": {**record.metadata, **(metadata or {})},
@@ -195,9 +106,9 @@ def update_flow(memory_id: str, text: str | None, metadata: dict[str, object] | 
     if expires_at is not None:
         changes["expires_at"] = expires_at
     updated, past = revise(record, text, now, vectors[0], vectors[1], **changes)
-    history = [_history_row(record, "UPDATE", record.memory, text, now)]
+    history = [history_row(record, "UPDATE", record.memory, text, now)]
     yield from apply(WriteBatch(updates=[updated], versions=[past], history=history,
-                                dedup_scope=_scope_key(record)))
+                                dedup_scope=scope_key(record)))
     return replace(updated, vector=None).to_item()
 
 
@@ -209,10 +120,10 @@ def delete_flow(memory_id: str, hard: bool, now: str) -> Flow[None]:
             raise NotFoundError(f"no memory with id {memory_id!r}")
         yield from apply(WriteBatch(deletes=[v.id for v in versions]))
         return
-    record = yield from _existing(memory_id, now)
-    history = [_history_row(record, "DELETE", record.memory, None, now)]
+    record = yield from current_flow(memory_id, now)
+    history = [history_row(record, "DELETE", record.memory, None, now)]
     yield from apply(WriteBatch(updates=[end(record, now)], history=history,
-                                dedup_scope=_scope_key(record)))
+                                dedup_scope=scope_key(record)))
 
 
 def delete_all_flow(scope: Scope, filter: Filter | None, now: str) -> Flow[DeleteResult]:
@@ -223,7 +134,7 @@ def delete_all_flow(scope: Scope, filter: Filter | None, now: str) -> Flow[Delet
         page, _ = yield ListRecords(selection, 1000, None)
         if not page:
             return DeleteResult(results=events)
-        history = [_history_row(r, "DELETE", r.memory, None, now) for r in page]
+        history = [history_row(r, "DELETE", r.memory, None, now) for r in page]
         yield from apply(WriteBatch(updates=[end(r, now) for r in page], history=history))
         events.extend(r.to_event("DELETE", old=r.memory) for r in page)
 
@@ -264,10 +175,10 @@ def supersede_flow(old_id: str, text: str, metadata: dict[str, object] | None,
                   updated_at=now, valid_from=now, valid_to=None, supersedes=old.id,
                   metadata={**old.metadata, **(metadata or {})}, vector=vectors[0],
                   expires_at=expires_at if expires_at is not None else old.expires_at)
-    history = [_history_row(old, "UPDATE", old.memory, text, now),
-               _history_row(new, "ADD", None, text, now)]
+    history = [history_row(old, "UPDATE", old.memory, text, now),
+               history_row(new, "ADD", None, text, now)]
     yield from apply(WriteBatch(updates=[end(old, now)], versions=[new], history=history,
-                                dedup_scope=_scope_key(old), unless=superseded_by(old.id)))
+                                dedup_scope=scope_key(old), unless=superseded_by(old.id)))
     return replace(new, vector=None).to_item()
 
 
@@ -314,16 +225,16 @@ def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:
     # checked again inside the transaction, so that concurrent reverts of one event
     # cannot both apply: the memory's text must still be current (ADD, UPDATE), or the
     # deleted text must not be current again (DELETE)
-    current_text = all_of(_scope_key(record), hash_filter(None, [record.hash]),
+    current_text = all_of(scope_key(record), hash_filter(None, [record.hash]),
                           valid_at(now, include_expired=True, begun=False))
-    batch = WriteBatch(dedup_scope=_scope_key(record))
+    batch = WriteBatch(dedup_scope=scope_key(record))
     if event.event == "DELETE":
         batch.unless = current_text
     else:
         batch.requires = current_text
     if event.event == "ADD":
         batch.updates.append(end(record, now))
-        row = _history_row(record, "DELETE", record.memory, None, now)
+        row = history_row(record, "DELETE", record.memory, None, now)
     elif event.event == "UPDATE":
         check_order(record, now)
         old_text = event.old_value or ""
@@ -331,7 +242,7 @@ def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:
         updated, past = revise(record, old_text, now, vectors[0], vectors[1])
         batch.updates.append(updated)
         batch.versions.append(past)
-        row = _history_row(record, "UPDATE", record.memory, old_text, now)
+        row = history_row(record, "UPDATE", record.memory, old_text, now)
     else:  # DELETE: the deleted interval stays a past version; the memory is valid again
         vectors = yield Embed((record.memory,))
         past = replace(record, id=str(uuid.uuid4()), vector=vectors[0],
@@ -339,7 +250,7 @@ def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:
         batch.versions.append(past)
         batch.updates.append(replace(record, valid_from=now, valid_to=None, updated_at=now,
                                      supersedes=past.id, vector=None))
-        row = _history_row(record, "ADD", None, record.memory, now)
+        row = history_row(record, "ADD", None, record.memory, now)
     row = row.model_copy(update={"reverts": event_id})
     batch.history.append(row)
     yield from apply(batch)
@@ -353,9 +264,9 @@ def _revert_status(event: HistoryRecord, record: Record, change: tuple[str, str]
     if record.metadata.get("status") != after or not is_valid(record, now):
         raise ConflictError(f"task {record.id} changed after event {event.id}; "
                             "revert the later events first")
-    row = _history_row(record, "UPDATE", STATUS_PREFIX + after, STATUS_PREFIX + before, now)
+    row = history_row(record, "UPDATE", STATUS_PREFIX + after, STATUS_PREFIX + before, now)
     row = row.model_copy(update={"reverts": event.id})
     changed = replace(record, updated_at=now, vector=None,
                       metadata={**record.metadata, "status": before})
-    yield from apply(WriteBatch(updates=[changed], history=[row], dedup_scope=_scope_key(record)))
+    yield from apply(WriteBatch(updates=[changed], history=[row], dedup_scope=scope_key(record)))
     return row

@@ -4,7 +4,7 @@ With ``lifecycle.search_log`` on, each search is timed and logged beside the
 history: a SHA-256 of the query (the text itself only with
 ``lifecycle.search_log_text``), ``k``, the ids returned, the latency, the time
 and the scope. ``feedback(memory_id, useful=...)`` goes through the buffer of
-accesses (:mod:`memkit._pipeline.lifecycle`): useful is one more access
+accesses (:mod:`memkit._pipeline.features.lifecycle`): useful is one more access
 (+``reinforcement``), not useful takes ``feedback_penalty`` off the confidence.
 """
 
@@ -16,9 +16,9 @@ import uuid
 from memkit._errors import MemkitError, NotFoundError
 from memkit._models import SearchLogEntry, SearchResult
 from memkit._pipeline.effects import Flow, Get, LogSearch, Monotonic, NoteAccess, ReadSearchLog
+from memkit._pipeline.features.lifecycle import Lifecycle, flush_flow
 from memkit._pipeline.inputs import Scope, memory_id_of
-from memkit._pipeline.lifecycle import Lifecycle, flush_flow
-from memkit._pipeline.versions import is_valid
+from memkit._pipeline.write.versions import is_valid
 from memkit._time import to_datetime
 from memkit.stores.base import Record
 

@@ -13,12 +13,12 @@ from collections.abc import Iterable
 
 from memkit._filters import Condition, Filter, Operator, Scalar, all_of
 from memkit._notes.models import Section, StartupContext, StartupItem
-from memkit._pipeline.apply import scan
 from memkit._pipeline.effects import Flow, ListRecords
+from memkit._pipeline.features.lifecycle import Lifecycle
+from memkit._pipeline.features.task_fields import OPEN_STATUSES
 from memkit._pipeline.inputs import bounded_int
-from memkit._pipeline.lifecycle import Lifecycle
-from memkit._pipeline.task_fields import OPEN_STATUSES
-from memkit._pipeline.versions import valid_at
+from memkit._pipeline.write.apply import scan
+from memkit._pipeline.write.versions import valid_at
 from memkit.stores.base import Record
 
 MAX_BUDGET_TOKENS = 1_000_000

@@ -25,11 +25,10 @@ from memkit._models import AddResult
 from memkit._notes.daily_log import log_lines, log_path
 from memkit._notes.markdown import Chunk, FolderSnapshot
 from memkit._notes.models import IndexResult, SkippedFile
-from memkit._pipeline.apply import apply_flow, scan
-from memkit._pipeline.crud import _history_row
 from memkit._pipeline.effects import AppendLog, Embed, Flow, ReadNotes, Transaction, WriteFlow
 from memkit._pipeline.inputs import Scope, bounded_int, text_hash
-from memkit._pipeline.versions import end, valid_at
+from memkit._pipeline.write.apply import apply_flow, history_row, scan
+from memkit._pipeline.write.versions import end, valid_at
 from memkit._time import to_datetime
 from memkit.stores.base import Record, Vector, WriteBatch
 
@@ -132,7 +131,7 @@ def _write(scope: Scope, folder: str, path: str, of_file: Filter, chunks: Sequen
             kept[chunk.content_hash] = record
             continue
         batch.updates.append(end(record, now))
-        batch.history.append(_history_row(record, "DELETE", record.memory, None, now))
+        batch.history.append(history_row(record, "DELETE", record.memory, None, now))
         removed += 1
     for digest, chunk in wanted.items():
         held = kept.get(digest)
@@ -140,7 +139,7 @@ def _write(scope: Scope, folder: str, path: str, of_file: Filter, chunks: Sequen
             if digest not in vectors:
                 return None
             batch.adds.append(_record(scope, folder, path, chunk, vectors[digest], now))
-            batch.history.append(_history_row(batch.adds[-1], "ADD", None, chunk.text, now))
+            batch.history.append(history_row(batch.adds[-1], "ADD", None, chunk.text, now))
             added += 1
         elif not _in_place(held, chunk):
             batch.updates.append(replace(held, vector=None, updated_at=now,

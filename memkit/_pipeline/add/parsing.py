@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from memkit._errors import MemkitError
-from memkit._pipeline.lifecycle import importance_of, memory_type_of
+from memkit._pipeline.features.lifecycle import importance_of, memory_type_of
 
 MAX_ANSWER_CHARS = 256_000
 MAX_NESTING = 16

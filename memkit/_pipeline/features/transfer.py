@@ -17,9 +17,9 @@ from pydantic import ValidationError
 from memkit._errors import MemkitError
 from memkit._filters import Filter
 from memkit._models import ExportedMemory, HistoryRecord, ImportResult
-from memkit._pipeline.apply import apply, scan
 from memkit._pipeline.effects import Embed, Flow, Get, ReadHistory
 from memkit._pipeline.inputs import Scope, metadata_of, text_hash
+from memkit._pipeline.write.apply import apply, scan
 from memkit._time import to_datetime, to_iso, utcnow
 from memkit.stores.base import Record, WriteBatch
 

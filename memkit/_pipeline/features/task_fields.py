@@ -2,7 +2,7 @@
 
 A task is a memory of type ``task`` whose ``metadata["status"]`` is one of
 :data:`TASK_STATUSES` (``open`` when not given). ``metadata["surface"] =
-"startup"`` marks any memory for :func:`memkit._pipeline.startup.startup_flow`.
+"startup"`` marks any memory for :func:`memkit._pipeline.features.startup.startup_flow`.
 """
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from memkit._errors import MemkitError
+from memkit._models import TASK_STATUSES
 from memkit.stores.base import Record
 
-TASK_STATUSES = ("open", "in_progress", "done", "cancelled")
-"""The statuses of a task (``memory_type="task"``); a new task is ``open``."""
 OPEN_STATUSES = ("open", "in_progress")
 SURFACES = ("startup",)
 

@@ -19,7 +19,7 @@ from dataclasses import replace
 from memkit._errors import MemkitError
 from memkit._models import MemoryItem, SearchResult
 from memkit._pipeline.effects import Embed, Flow, Get
-from memkit._pipeline.lifecycle import Lifecycle, note_flow
+from memkit._pipeline.features.lifecycle import Lifecycle, note_flow
 from memkit.stores.base import Record, Vector
 
 MAX_OFFSET = 100_000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from memkit._pipeline.lifecycle import MEMORY_TYPES
+from memkit._models import MEMORY_TYPES
 from memkit.llms.base import Message
 
 FACT_EXTRACTION = """\

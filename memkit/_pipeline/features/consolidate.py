@@ -29,11 +29,11 @@ import numpy as np
 from memkit._errors import MemkitError
 from memkit._filters import Filter, all_of
 from memkit._models import AddResult, ConsolidationCluster, ConsolidationResult, HistoryRecord
-from memkit._pipeline.apply import apply, apply_flow, scan, transaction
 from memkit._pipeline.effects import CountAdds, Embed, Flow, Get, GraphCall, Transaction, WriteFlow
-from memkit._pipeline.graph import GraphSettings
-from memkit._pipeline.lifecycle import Lifecycle, flush_flow, scope_key
-from memkit._pipeline.versions import end, valid_at
+from memkit._pipeline.features.graph import GraphSettings
+from memkit._pipeline.features.lifecycle import Lifecycle, flush_flow, scope_key
+from memkit._pipeline.write.apply import apply, apply_flow, scan, transaction
+from memkit._pipeline.write.versions import end, valid_at
 from memkit._time import to_datetime
 from memkit.graph.base import GraphScope
 from memkit.stores.base import Record, WriteBatch

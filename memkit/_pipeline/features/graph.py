@@ -34,7 +34,7 @@ from memkit._models import (
     MemoryEvent,
     OperationError,
 )
-from memkit._pipeline.apply import Applied, apply_flow, transaction
+from memkit._pipeline.add.parsing import Triple
 from memkit._pipeline.effects import (
     AppendHistory,
     Embed,
@@ -43,7 +43,7 @@ from memkit._pipeline.effects import (
     Transaction,
     WriteFlow,
 )
-from memkit._pipeline.parsing import Triple
+from memkit._pipeline.write.apply import Applied, apply_flow, transaction
 from memkit._time import to_datetime
 from memkit.graph.base import (
     Entity,

@@ -13,11 +13,18 @@ import numpy as np
 from memkit._errors import EmbeddingError, LLMError
 from memkit._filters import Filter, all_of
 from memkit._models import AddResult, HistoryRecord, MemoryEvent, OperationError, Usage
-from memkit._pipeline import prompts
-from memkit._pipeline.apply import apply, duplicates
-from memkit._pipeline.context import is_dialogue, with_neighbours, with_previous
+from memkit._pipeline.add import prompts
+from memkit._pipeline.add.context import is_dialogue, with_neighbours, with_previous
+from memkit._pipeline.add.parsing import (
+    Decision,
+    Fact,
+    ParseError,
+    parse_decisions,
+    parse_extraction,
+    parse_fact_items,
+)
 from memkit._pipeline.effects import Complete, Embed, Flow, Search
-from memkit._pipeline.graph import (
+from memkit._pipeline.features.graph import (
     GraphOutcome,
     GraphPlan,
     GraphSettings,
@@ -26,17 +33,10 @@ from memkit._pipeline.graph import (
     plan_graph,
     relation_model,
 )
+from memkit._pipeline.features.task_fields import with_task_status
 from memkit._pipeline.inputs import Scope, text_hash
-from memkit._pipeline.parsing import (
-    Decision,
-    Fact,
-    ParseError,
-    parse_decisions,
-    parse_extraction,
-    parse_fact_items,
-)
-from memkit._pipeline.task_fields import with_task_status
-from memkit._pipeline.versions import end, revise, valid_at
+from memkit._pipeline.write.apply import apply, duplicates
+from memkit._pipeline.write.versions import end, revise, valid_at
 from memkit._time import to_datetime
 from memkit.graph.base import GraphScope
 from memkit.llms.base import LLMRequest, Message

@@ -6,10 +6,10 @@ from collections import Counter
 
 from memkit._filters import Filter
 from memkit._models import MemoryStats, ScopeCount
-from memkit._pipeline.apply import scan
 from memkit._pipeline.effects import Flow, GraphCall
-from memkit._pipeline.lifecycle import Lifecycle, flush_flow
-from memkit._pipeline.versions import is_valid
+from memkit._pipeline.features.lifecycle import Lifecycle, flush_flow
+from memkit._pipeline.write.apply import scan
+from memkit._pipeline.write.versions import is_valid
 from memkit.graph.base import GraphScope, Relation
 from memkit.stores.base import Record
 
