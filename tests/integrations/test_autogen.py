@@ -27,7 +27,7 @@ def _store() -> AsyncMemory:
 
 
 def test_example_agent_sees_and_searches_the_memories(tmp_path: Path) -> None:
-    pytest.importorskip("autogen_agentchat", reason="pip install autogen-agentchat autogen-ext")
+    pytest.importorskip("autogen_ext.models.replay", reason="pip install autogen-ext")
     out = run_example("autogen_agent.py", tmp_path)
     assert "[context] Relevant memories about the user (most relevant first): | 1. I'm vegetarian" in out
     assert "[memory] [\"I'm vegetarian and allergic to peanuts.\"]" in out
