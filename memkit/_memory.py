@@ -49,8 +49,8 @@ from memkit._pipeline.features.graph import (
     get_entity_flow,
 )
 from memkit._pipeline.features.graph_search import graph_search_flow
-from memkit._pipeline.features.lifecycle import Lifecycle, flush_flow, lifecycle_fields, prune_flow
-from memkit._pipeline.features.notes import daily_log_flow, index_flow, max_file_bytes_of
+from memkit._pipeline.features.lifecycle import Lifecycle, LifecycleState, flush_flow, lifecycle_fields, prune_flow
+from memkit._pipeline.features.notes import NOTE_FILES, daily_log_flow, index_flow, max_file_bytes_of
 from memkit._pipeline.features.reembed import Progress, reembed_flow
 from memkit._pipeline.features.startup import budget_of, startup_flow
 from memkit._pipeline.features.stats import stats_flow
@@ -140,7 +140,10 @@ class _Shell:
             history = self._default_history(cfg, vector_store)
         if graph_store is None and cfg.graph_store is not None:
             graph_store = self._default_graph(cfg, vector_store)
-        self._runtime = Runtime(llm, embedder, vector_store, history, graph_store)
+        #: accesses and add counts: the lifecycle feature's state
+        self._state = LifecycleState()
+        self._runtime = Runtime(llm, embedder, vector_store, history, graph_store,
+                                handlers={**self._state.handlers(), **NOTE_FILES})
         graph_cfg = cfg.graph_store or GraphStoreConfig()
         self._graph_depth = graph_cfg.search_depth
         self._graph = None if graph_store is None else GraphSettings(
@@ -154,7 +157,7 @@ class _Shell:
             default_half_life=life.default_half_life_days,
             reinforce=life.decay if life.reinforce is None else life.reinforce,
             step=life.reinforcement, penalty=life.feedback_penalty)
-        self._runtime.accesses.flush_every = life.flush_every
+        self._state.accesses.flush_every = life.flush_every
 
     def _now(self) -> str:
         return to_iso(self._clock())

@@ -4,6 +4,8 @@ A flow is a generator that yields effects (memkit._pipeline.effects) and
 receives their results; it holds all the logic, so ``Memory`` and
 ``AsyncMemory`` share every line of it. :meth:`Runtime._job` is the one table
 from effect to component call; each entry names the sync and the async call.
+A feature's own effects (an access buffer, note files) are answered by the
+handlers it gives the runtime (memkit._pipeline.calls.Handlers).
 """
 
 from __future__ import annotations
@@ -11,20 +13,16 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, ParamSpec, TypeVar
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
 from memkit._errors import ConfigError, MemkitError, VectorStoreError
-from memkit._notes.daily_log import append_log
-from memkit._notes.markdown import read_folder
+from memkit._pipeline.calls import Handlers, Job, job, local
 from memkit._pipeline.effects import (
     AppendHistory,
-    AppendLog,
     Complete,
-    CountAdds,
     Delete,
     DropShadow,
     Effect,
@@ -37,24 +35,20 @@ from memkit._pipeline.effects import (
     ListRecords,
     LogSearch,
     Monotonic,
-    NoteAccess,
     OnShadow,
     OpenShadow,
     ReadEvent,
     ReadHistory,
-    ReadNotes,
     ReadSearchLog,
     ResetHistory,
     ResetStore,
     Search,
     Switch,
-    TakeAccesses,
     Transaction,
     Update,
     UseEmbedder,
     WriteEffect,
 )
-from memkit._pipeline.features.lifecycle import AccessLog, AddCounts
 from memkit._pipeline.write.apply import Applied, transaction
 from memkit.embeddings.base import Embedder, Matrix, normalise
 from memkit.graph.base import GraphStore
@@ -63,22 +57,6 @@ from memkit.llms.base import LLM
 from memkit.stores.base import VectorStore, WriteBatch, Writer
 
 T = TypeVar("T")
-P = ParamSpec("P")
-
-
-@dataclass(frozen=True, slots=True)
-class Job(Generic[T]):
-    """One effect as a blocking call and as an awaitable call; ``store`` calls need an open store."""
-
-    call: Callable[[], T]
-    acall: Callable[[], Awaitable[T]]
-    store: bool = True
-
-
-def job(
-    sync: Callable[P, T], asynchronous: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs
-) -> Job[T]:
-    return Job(lambda: sync(*args, **kwargs), lambda: asynchronous(*args, **kwargs))
 
 
 class Runtime:
@@ -86,22 +64,23 @@ class Runtime:
 
     def __init__(
         self, llm: LLM, embedder: Embedder, store: VectorStore, history: HistoryStore,
-        graph: GraphStore | None = None,
+        graph: GraphStore | None = None, handlers: Handlers | None = None,
     ) -> None:
         self.llm = llm
         self.embedder = embedder
         self.store = store
         self.history = history
-        #: search hits not yet written as reinforcements
-        self.accesses = AccessLog(flush_every=64)
-        #: memories added per scope, for automatic consolidation
-        self.adds = AddCounts()
         self.graph = graph
+        #: the features' own effects (memkit._pipeline.calls.Handlers)
+        self.handlers: Handlers = handlers or {}
         self._opened = False
         self._open_lock = threading.Lock()
         self._aopen_lock: asyncio.Lock | None = None
 
     def _job(self, effect: Effect | WriteEffect) -> Job[Any]:
+        handler = self.handlers.get(type(effect))
+        if handler is not None:
+            return handler(effect)
         match effect:
             case Complete(request):
                 return Job(lambda: self.llm.complete(request),
@@ -111,19 +90,9 @@ class Runtime:
                 return Job(lambda: self._embed(texts, by, query),
                            lambda: self._aembed(texts, by, query), store=False)
             case UseEmbedder(embedder):
-                return _local(lambda: setattr(self, "embedder", embedder))
-            case NoteAccess(records, at, useful):
-                return _local(lambda: self.accesses.note(list(records), at, useful))
+                return local(lambda: setattr(self, "embedder", embedder))
             case Monotonic():
-                return _local(time.perf_counter)
-            case TakeAccesses():
-                return _local(self.accesses.take)
-            case CountAdds(key, count, every):
-                return _local(lambda: self.adds.add(key, count, every))
-            case ReadNotes(folder, max_file_bytes):
-                return _files(read_folder, folder, max_file_bytes)
-            case AppendLog(path, title, lines):
-                return _files(append_log, path, title, lines)
+                return local(time.perf_counter)
         return store_job(effect, self.store, self.history, self.store, self.graph)
 
     # -- sync ------------------------------------------------------------
@@ -216,21 +185,6 @@ def _checked(texts: Sequence[str], rows: object, dimension: int) -> Matrix:
     if rows is None:
         return np.zeros((0, dimension), dtype=np.float32)
     return normalise(rows, len(texts), dimension)
-
-
-def _local(call: Callable[[], T]) -> Job[T]:
-    """A job on in-process state: the same call for both drivers."""
-
-    async def acall() -> T:
-        return call()
-
-    return Job(call, acall, store=False)
-
-
-def _files(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Job[T]:
-    """A job on local files: blocking, or in a worker thread for the async driver."""
-    return Job(lambda: call(*args, **kwargs), lambda: asyncio.to_thread(call, *args, **kwargs),
-               store=False)
 
 
 def store_job(effect: Effect | WriteEffect, store: VectorStore, history: HistoryStore,

@@ -27,7 +27,8 @@ from typing import Any
 from memkit._errors import MemkitError
 from memkit._filters import Condition, Filter, all_of
 from memkit._models import MEMORY_TYPES, DeleteResult, HistoryRecord
-from memkit._pipeline.effects import Flow, NoteAccess, TakeAccesses, Transaction, Update, WriteFlow
+from memkit._pipeline.calls import Handlers, local
+from memkit._pipeline.effects import CountAdds, Flow, NoteAccess, TakeAccesses, Transaction, Update, WriteFlow
 from memkit._pipeline.write.apply import apply, scan
 from memkit._pipeline.write.versions import end, valid_at
 from memkit._text import bad_code_point
@@ -187,6 +188,25 @@ class AddCounts:
             total = self._counts.get(key, 0) + count
             self._counts[key] = 0 if total >= every else total
             return total >= every
+
+
+class LifecycleState:
+    """The in-process state of one memory's lifecycle, shared by its sync and async callers:
+    accesses not yet written, and memories added per scope since the last consolidation.
+    It answers the effects that read and change it (:meth:`handlers`)."""
+
+    def __init__(self, flush_every: int = 64) -> None:
+        #: search hits not yet written as reinforcements
+        self.accesses = AccessLog(flush_every)
+        #: memories added per scope, for automatic consolidation
+        self.adds = AddCounts()
+
+    def handlers(self) -> Handlers:
+        return {
+            NoteAccess: lambda e: local(lambda: self.accesses.note(list(e.records), e.at, e.useful)),
+            TakeAccesses: lambda e: local(self.accesses.take),
+            CountAdds: lambda e: local(lambda: self.adds.add(e.key, e.count, e.every)),
+        }
 
 
 def note_flow(records: list[Record], at: str, lifecycle: Lifecycle) -> Flow[None]:

@@ -22,9 +22,10 @@ from typing import Any
 from memkit._errors import ConflictError
 from memkit._filters import Condition, Filter, all_of
 from memkit._models import AddResult
-from memkit._notes.daily_log import log_lines, log_path
-from memkit._notes.markdown import Chunk, FolderSnapshot
+from memkit._notes.daily_log import append_log, log_lines, log_path
+from memkit._notes.markdown import Chunk, FolderSnapshot, read_folder
 from memkit._notes.models import IndexResult, SkippedFile
+from memkit._pipeline.calls import Handlers, files
 from memkit._pipeline.effects import AppendLog, Embed, Flow, ReadNotes, Transaction, WriteFlow
 from memkit._pipeline.inputs import Scope, bounded_int, text_hash
 from memkit._pipeline.write.apply import apply_flow, history_row, scan
@@ -35,6 +36,12 @@ from memkit.stores.base import Record, Vector, WriteBatch
 NOTES_SOURCE = "notes"
 MAX_FILE_BYTES_LIMIT = 10_000_000
 _ATTEMPTS = 3
+
+NOTE_FILES: Handlers = {
+    ReadNotes: lambda e: files(read_folder, e.folder, e.max_file_bytes),
+    AppendLog: lambda e: files(append_log, e.path, e.title, e.lines),
+}
+"""The notes feature's file effects: a folder read, a line appended to the daily log."""
 
 
 def max_file_bytes_of(value: object) -> int:
