@@ -11,7 +11,8 @@ import asyncio
 import hashlib
 import os
 import re
-from collections.abc import Generator
+import time
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -47,6 +48,19 @@ class Statement:
 Op = Generator[Statement, Rows, T]
 
 
+class Params:
+    """Named parameters of a query being built: ``add(value)`` -> its placeholder."""
+
+    def __init__(self, prefix: str = "f") -> None:
+        self.values: dict[str, Any] = {}
+        self._prefix = prefix
+
+    def add(self, value: Any) -> sql.Placeholder:
+        name = f"{self._prefix}{len(self.values)}"
+        self.values[name] = value
+        return sql.Placeholder(name)
+
+
 def check_name(name: str, what: str = "collection_name") -> str:
     if not _NAME.fullmatch(name):
         raise ConfigError(
@@ -55,6 +69,125 @@ def check_name(name: str, what: str = "collection_name") -> str:
     return name
 
 
+# -- schema upkeep ------------------------------------------------------------------
+#
+# Every process runs its schema statements when it opens a table. ``CREATE INDEX`` and
+# ``ALTER TABLE`` wait for every open transaction on their table even when, with
+# ``IF NOT EXISTS``, they change nothing, and every later writer queues behind them.
+# An opener that waits so under memkit's DDL lock, while a writer of that table waits
+# (through its client, where PostgreSQL cannot see the edge) for that same lock, never
+# finishes. So the catalog is read first and a statement runs only when what it creates
+# is missing: an open of an up-to-date schema takes no lock at all. What is missing is
+# created by one process at a time, with a lock timeout: a wait that would close a
+# cycle ends in an error, the transaction rolls back, and :func:`retrying` runs it again.
+
+_IDENT = r'("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_]*)'
+_CREATES = re.compile(rf"CREATE (?:UNIQUE )?(TABLE|INDEX|EXTENSION) IF NOT EXISTS {_IDENT}")
+_ALTERS = re.compile(rf"ALTER TABLE {_IDENT}")
+_ADDS = re.compile(rf"ADD COLUMN IF NOT EXISTS {_IDENT}")
+#: how long a schema statement waits for a table before its transaction starts over
+SCHEMA_LOCK_TIMEOUT = "2s"
+_SCHEMA_ATTEMPTS = 30
+
+
+def _unquoted(name: str) -> str:
+    return name[1:-1].replace('""', '"') if name.startswith('"') else name.lower()
+
+
+def _probes(stmt: Statement) -> list[tuple[str, tuple[str, ...]]]:
+    """Catalog tests (``{}`` for each value), each true when a part of what ``stmt`` makes
+    exists."""
+    text = stmt.query.as_string(None)
+    made = _CREATES.match(text)
+    if made:
+        kind, name = made.groups()
+        if kind == "EXTENSION":
+            return [("EXISTS (SELECT 1 FROM pg_extension WHERE extname = {})", (_unquoted(name),))]
+        return [("to_regclass({}) IS NOT NULL", (name,))]
+    altered = _ALTERS.match(text)
+    if altered:
+        return [("EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass({})"
+                 " AND attname = {} AND NOT attisdropped)", (altered.group(1), _unquoted(column)))
+                for column in _ADDS.findall(text)]
+    raise ValueError(f"not a schema statement memkit can check: {text[:60]}")
+
+
+def missing(statements: Sequence[Statement]) -> Op[list[Statement]]:
+    """The statements that would create something the catalog lacks (read without a lock).
+
+    Each is ``CREATE {TABLE|INDEX|EXTENSION} IF NOT EXISTS`` or ``ALTER TABLE ... ADD
+    COLUMN IF NOT EXISTS``; what an earlier statement creates counts as missing until it
+    runs, so a table and its indexes are created together.
+    """
+    probes = [(i, *probe) for i, stmt in enumerate(statements) for probe in _probes(stmt)]
+    if not probes:
+        return []
+    params = Params("c")
+    tests = [sql.SQL(test).format(*map(params.add, values)) for _, test, values in probes]
+    (found,), = yield Statement(
+        sql.SQL("SELECT ARRAY[{}]::boolean[]").format(sql.SQL(", ").join(tests)), params.values)
+    lacking = {i for (i, _, _), present in zip(probes, found, strict=True) if not present}
+    return [stmt for i, stmt in enumerate(statements) if i in lacking]
+
+
+def each(statements: Sequence[Statement]) -> Op[None]:
+    """Run ``statements`` in order, their rows unread."""
+    for stmt in statements:  # noqa: UP028 - the driver sends rows, which a list cannot take
+        yield stmt
+
+
+def ddl_lock() -> Op[None]:
+    """memkit's DDL lock, and a lock timeout for the rest of the transaction."""
+    yield Statement(sql.SQL("SELECT pg_advisory_xact_lock({})").format(
+        sql.Literal(advisory_key("memkit-ddl"))))
+    yield Statement(sql.SQL("SET LOCAL lock_timeout = {}").format(
+        sql.Literal(SCHEMA_LOCK_TIMEOUT)))
+
+
+def create_missing(statements: Sequence[Statement]) -> Op[bool]:
+    """Run the statements whose object is missing; whether any ran. Under :func:`ddl_lock`."""
+    todo = yield from missing(statements)
+    yield from each(todo)
+    return bool(todo)
+
+
+def upkeep(statements: Sequence[Statement]) -> Op[bool]:
+    """Create what the catalog lacks, under the DDL lock; nothing at all (no lock) when the
+    schema is complete. Whether anything was created."""
+    if not (yield from missing(statements)):
+        return False
+    yield from ddl_lock()
+    return (yield from create_missing(statements))
+
+
+def _lock_wait_ended(exc: VectorStoreError) -> bool:
+    return isinstance(exc.__cause__, psycopg.errors.LockNotAvailable
+                      | psycopg.errors.DeadlockDetected)
+
+
+def retrying(run: Callable[[], T]) -> T:
+    """``run()`` again while its schema statements end in a lock timeout (or a deadlock
+    PostgreSQL broke): each attempt rolled back, freeing what the other side waited for."""
+    for attempt in range(_SCHEMA_ATTEMPTS):
+        try:
+            return run()
+        except VectorStoreError as exc:
+            if not _lock_wait_ended(exc) or attempt == _SCHEMA_ATTEMPTS - 1:
+                raise
+        time.sleep(min(0.05 * 2 ** attempt, 1.0))
+    raise AssertionError("unreachable")
+
+
+async def aretrying(run: Callable[[], Any]) -> Any:
+    """:func:`retrying` for a coroutine function."""
+    for attempt in range(_SCHEMA_ATTEMPTS):
+        try:
+            return await run()
+        except VectorStoreError as exc:
+            if not _lock_wait_ended(exc) or attempt == _SCHEMA_ATTEMPTS - 1:
+                raise
+        await asyncio.sleep(min(0.05 * 2 ** attempt, 1.0))
+    raise AssertionError("unreachable")
 
 
 def drive(conn: psycopg.Connection[Any], op: Op[T]) -> T:

@@ -115,6 +115,7 @@ class Runtime:
             with self._open_lock:
                 if not self._opened:
                     self.store.open(self.embedder.dimension, self.embedder.model_name)
+                    self.history.open()  # its schema before any writer's transaction
                     if self.graph is not None:
                         self.graph.open()
                     self._opened = True
@@ -159,6 +160,7 @@ class Runtime:
         async with self._aopen_lock:
             if not self._opened:
                 await self.store.aopen(self.embedder.dimension, self.embedder.model_name)
+                await self.history.aopen()  # its schema before any writer's transaction
                 if self.graph is not None:
                     await self.graph.aopen()
                 self._opened = True

@@ -11,6 +11,7 @@ not at all.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import threading
 from collections.abc import Generator
@@ -26,11 +27,13 @@ from memkit._postgres import (
     Rows,
     Statement,
     adrive,
-    advisory_key,
+    aretrying,
     check_name,
     drive,
     open_async_pool,
     resolve_dsn,
+    retrying,
+    upkeep,
 )
 from memkit.graph._sql import Dialect, Op, SQLGraph, T
 from memkit.graph.base import GraphError, GraphStore
@@ -78,17 +81,27 @@ class PostgresGraph(PoolOwner, GraphStore):
         try:
             with pool.connection() as conn:
                 if not self._ready:
-                    drive(conn, self._schema())
+                    retrying(lambda: drive(conn, self._schema()))
                     self._ready = True
                 return drive(conn, statements(op))
         except (VectorStoreError, psycopg.Error) as exc:
             raise GraphError(str(exc)) from exc
 
-    def _schema(self) -> Generator[Statement, Rows, None]:
-        """The tables, created by one connection at a time."""
-        yield Statement(sql.SQL("SELECT pg_advisory_xact_lock(%(key)s)"),
-                        {"key": advisory_key("memkit-ddl")})
-        yield from statements(self.ops.schema())
+    def _schema(self) -> Generator[Statement, Rows, bool]:
+        """What the tables lack, created by one connection at a time (nothing, and no
+        lock, when they are complete)."""
+        made, schema = [], statements(self.ops.schema())
+        with contextlib.suppress(StopIteration):
+            made.append(next(schema))
+            while True:
+                made.append(schema.send([]))
+        return (yield from upkeep(made))
+
+    def open(self) -> None:
+        self._run(_nothing())
+
+    async def aopen(self) -> None:
+        await self._arun(_nothing())
 
     def joins(self, store: object) -> bool:
         from memkit.stores.pgvector import PgVectorStore
@@ -106,11 +119,17 @@ class PostgresGraph(PoolOwner, GraphStore):
         try:
             async with pool.connection() as conn:
                 if not self._ready:
-                    await adrive(conn, self._schema())
+                    await aretrying(lambda: adrive(conn, self._schema()))
                     self._ready = True
                 return await adrive(conn, statements(op))
         except (VectorStoreError, psycopg.Error) as exc:
             raise GraphError(str(exc)) from exc
+
+
+def _nothing() -> Op[None]:
+    """An operation of no statements: running it makes sure of the schema."""
+    return
+    yield
 
 
 class _InTransaction(GraphStore):

@@ -28,6 +28,12 @@ class HistoryStore(ABC):
     def reset(self) -> None:
         """Delete every record."""
 
+    def open(self) -> None:  # noqa: B027 - optional
+        """Create what the log's tables lack, before the first write. Idempotent."""
+
+    async def aopen(self) -> None:
+        await asyncio.to_thread(self.open)
+
     def close(self) -> None:  # noqa: B027 - optional
         """Release resources. Idempotent."""
 

@@ -22,11 +22,13 @@ from memkit._postgres import (
     Statement,
     T,
     adrive,
-    advisory_key,
+    aretrying,
     check_name,
     drive,
     open_async_pool,
     resolve_dsn,
+    retrying,
+    upkeep,
 )
 from memkit._time import to_datetime
 from memkit.history import _searches
@@ -76,36 +78,55 @@ class PostgresHistory(PoolOwner, HistoryStore):
             return await adrive(conn, op)
 
     def ensure_table(self) -> None:
-        """Create the table once per instance (a no-op after the first call)."""
+        """Create what the table lacks, once per instance (a no-op after the first call)."""
         if not self._ready:
-            with self._lock, psycopg.connect(self.dsn) as conn:
-                drive(conn, self._schema_op())
+            def attempt() -> None:
+                with psycopg.connect(self.dsn) as conn:
+                    drive(conn, upkeep(self.schema()))
+
+            with self._lock:
+                retrying(attempt)
             self._ready = True
 
     async def aensure_table(self) -> None:
         if not self._ready:
-            async with await psycopg.AsyncConnection.connect(self.dsn) as conn:
-                await adrive(conn, self._schema_op())
+            async def attempt() -> None:
+                async with await psycopg.AsyncConnection.connect(self.dsn) as conn:
+                    await adrive(conn, upkeep(self.schema()))
+
+            await aretrying(attempt)
             self._ready = True
 
-    def _schema_op(self) -> Op[None]:
-        yield Statement(sql.SQL("SELECT pg_advisory_xact_lock(%(key)s)"),
-                        {"key": advisory_key("memkit-ddl")})
-        yield Statement(sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {t} (seq bigserial PRIMARY KEY, id text NOT NULL,"
-            " memory_id text NOT NULL, event text NOT NULL, old_value text, new_value text,"
-            " timestamp timestamptz NOT NULL, is_deleted boolean NOT NULL DEFAULT FALSE,"
-            " user_id text, agent_id text, run_id text, actor_id text, role text, reverts text)"
-        ).format(t=self._table))
-        yield Statement(sql.SQL(  # a log written before reverts existed
-            "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS reverts text").format(t=self._table))
-        yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (id)").format(
-            i=sql.Identifier(f"{self.table}_id"), t=self._table))
-        yield Statement(sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {i} ON {t} (memory_id, timestamp, seq)"
-        ).format(i=sql.Identifier(f"{self.table}_memory"), t=self._table))
-        for statement in _searches.schema(self.table):
-            yield Statement(sql.SQL(statement))
+    @property
+    def ready(self) -> bool:
+        """Whether this instance has made sure of the table."""
+        return self._ready
+
+    def open(self) -> None:
+        self.ensure_table()
+
+    async def aopen(self) -> None:
+        await self.aensure_table()
+
+    def schema(self) -> list[Statement]:
+        """The statements that make the table, its indexes and the search log."""
+        return [
+            Statement(sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {t} (seq bigserial PRIMARY KEY, id text NOT NULL,"
+                " memory_id text NOT NULL, event text NOT NULL, old_value text, new_value text,"
+                " timestamp timestamptz NOT NULL, is_deleted boolean NOT NULL DEFAULT FALSE,"
+                " user_id text, agent_id text, run_id text, actor_id text, role text,"
+                " reverts text)"
+            ).format(t=self._table)),
+            Statement(sql.SQL(  # a log written before reverts existed
+                "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS reverts text").format(t=self._table)),
+            Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (id)").format(
+                i=sql.Identifier(f"{self.table}_id"), t=self._table)),
+            Statement(sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {i} ON {t} (memory_id, timestamp, seq)"
+            ).format(i=sql.Identifier(f"{self.table}_memory"), t=self._table)),
+            *(Statement(sql.SQL(statement)) for statement in _searches.schema(self.table)),
+        ]
 
     # -- operations, each written once -----------------------------------
     def insert_op(self, records: Sequence[HistoryRecord]) -> Op[None]:

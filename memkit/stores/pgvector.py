@@ -36,7 +36,7 @@ import builtins
 import functools
 import re
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, ClassVar
 
@@ -56,15 +56,23 @@ from memkit._imports import require
 from memkit._models import HistoryRecord
 from memkit._postgres import (
     Op,
+    Params,
     PoolOwner,
     Statement,
     T,
     adrive,
     advisory_key,
+    aretrying,
     check_name,
+    create_missing,
+    ddl_lock,
     drive,
+    each,
+    missing,
     open_async_pool,
     resolve_dsn,
+    retrying,
+    upkeep,
 )
 from memkit._time import to_datetime, to_iso
 from memkit.history.base import HistoryStore
@@ -112,6 +120,15 @@ _COLUMNS = sql.SQL(
     " memory_type, importance, confidence, access_count, last_accessed_at"
 )
 _RANK = 18  # the column after _COLUMNS in a ranked row
+#: the extension and the table of every collection's dimension, model and live table
+_META_SCHEMA = (
+    Statement(sql.SQL("CREATE EXTENSION IF NOT EXISTS vector")),
+    Statement(sql.SQL("CREATE TABLE IF NOT EXISTS {meta} (name text PRIMARY KEY,"
+                      " dimension integer NOT NULL, model text NOT NULL)").format(
+                          meta=sql.Identifier(META_TABLE))),
+    Statement(sql.SQL("ALTER TABLE {meta} ADD COLUMN IF NOT EXISTS live text").format(
+        meta=sql.Identifier(META_TABLE))),
+)
 #: the columns an insert writes, and their types for a binary COPY
 _INSERTED_AS = {
     "id": "text", "embedding": "vector", "memory": "text", "hash": "text", "user_id": "text",
@@ -128,19 +145,6 @@ _INSERTED_TYPES = tuple(_INSERTED_AS.values())
 # -- filter translation --------------------------------------------------------
 
 
-class _Params:
-    """Named parameters of a query being built: ``add(value)`` -> its placeholder."""
-
-    def __init__(self, prefix: str = "f") -> None:
-        self.values: dict[str, Any] = {}
-        self._prefix = prefix
-
-    def add(self, value: Any) -> sql.Placeholder:
-        name = f"{self._prefix}{len(self.values)}"
-        self.values[name] = value
-        return sql.Placeholder(name)
-
-
 _FALSE = sql.SQL("FALSE")
 
 
@@ -155,7 +159,7 @@ def _is_canonical_time(value: str) -> bool:
         return False
 
 
-def _number(p: _Params, value: int | float) -> tuple[sql.Composable, sql.Composable]:
+def _number(p: Params, value: int | float) -> tuple[sql.Composable, sql.Composable]:
     """The cast for a JSON number and the parameter, exact for ints, float8 for floats."""
     if isinstance(value, float):
         return sql.SQL("float8"), p.add(value)
@@ -165,7 +169,7 @@ def _number(p: _Params, value: int | float) -> tuple[sql.Composable, sql.Composa
 _ORDER = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 
 
-def _json_compare(p: _Params, value: sql.Composable, op: str, target: Scalar) -> sql.Composable:
+def _json_compare(p: Params, value: sql.Composable, op: str, target: Scalar) -> sql.Composable:
     """``value`` (a jsonb expression) ``op`` ``target``, with the evaluator's type rules."""
     if isinstance(target, int | float) and not isinstance(target, bool):
         cast, param = _number(p, target)
@@ -192,7 +196,7 @@ def _any_element(value: sql.Composable, predicate: sql.Composable) -> sql.Compos
     ).format(v=value, pred=predicate)
 
 
-def _metadata(p: _Params, cond: Condition, value: sql.Composable | None = None) -> sql.Composable:
+def _metadata(p: Params, cond: Condition, value: sql.Composable | None = None) -> sql.Composable:
     """A metadata key (or ``value``, another jsonb expression) tested like a JSON value."""
     if value is None:
         value = sql.SQL("(metadata -> {})").format(p.add(cond.field))
@@ -215,7 +219,7 @@ def _metadata(p: _Params, cond: Condition, value: sql.Composable | None = None) 
     ).format(v=value, t=p.add(target), l=in_list)
 
 
-def _icontains(p: _Params, cond: Condition) -> sql.Composable:
+def _icontains(p: Params, cond: Condition) -> sql.Composable:
     if not isinstance(cond.value, str):
         raise FilterError(f"{cond.field} icontains: expected a string, got {cond.value!r}")
     value = sql.SQL("(folded -> {})").format(p.add(cond.field))
@@ -229,7 +233,7 @@ def _icontains(p: _Params, cond: Condition) -> sql.Composable:
     ).format(v=value, t=needle, l=in_list)
 
 
-def _text_column(p: _Params, cond: Condition) -> sql.Composable:
+def _text_column(p: Params, cond: Condition) -> sql.Composable:
     column = sql.Identifier(cond.field)
     op, target = cond.operator, cond.value
     if op == "in":
@@ -252,13 +256,13 @@ def _text_column(p: _Params, cond: Condition) -> sql.Composable:
     return sql.SQL("({test} AND {c} IS NOT NULL)").format(test=test, c=column)
 
 
-def _time_column(p: _Params, cond: Condition) -> sql.Composable:
+def _time_column(p: Params, cond: Condition) -> sql.Composable:
     """A timestamp column; NULL (a missing field) makes every test false, never NULL."""
     test = _time_test(p, cond)
     return sql.SQL("COALESCE({test}, FALSE)").format(test=test)
 
 
-def _time_test(p: _Params, cond: Condition) -> sql.Composable:
+def _time_test(p: Params, cond: Condition) -> sql.Composable:
     column = sql.Identifier(cond.field)
     text = sql.SQL("to_char({c} AT TIME ZONE 'UTC', {f})").format(
         c=column, f=sql.Literal(_ISO_FORMAT)
@@ -288,7 +292,7 @@ def _or(parts: list[sql.Composable]) -> sql.Composable:
     return sql.SQL("({})").format(sql.SQL(" OR ").join(parts))
 
 
-def _translate(p: _Params, expr: Filter) -> sql.Composable:
+def _translate(p: Params, expr: Filter) -> sql.Composable:
     if isinstance(expr, And):
         return sql.SQL("({})").format(sql.SQL(" AND ").join(_translate(p, i) for i in expr.items))
     if isinstance(expr, Or):
@@ -317,7 +321,7 @@ def translate(filter: Filter | None) -> tuple[sql.Composable, dict[str, Any]]:
     """
     if filter is None:
         return sql.SQL("TRUE"), {}
-    params = _Params()
+    params = Params()
     return _translate(params, filter), params.values
 
 
@@ -470,16 +474,22 @@ class PgVectorStore(PoolOwner, DrivenStore):
 
     # -- lifecycle --------------------------------------------------------
     def open(self, dimension: int, model: str) -> None:
-        try:
+        def attempt() -> str:
             with psycopg.connect(self.dsn) as conn:
-                self._opened(drive(conn, self._open_op(dimension, model)), dimension)
+                return drive(conn, self._open_op(dimension, model))
+
+        try:
+            self._opened(retrying(attempt), dimension)
         except psycopg.Error as exc:
             raise VectorStoreError(f"PostgreSQL: {exc}") from exc
 
     async def aopen(self, dimension: int, model: str) -> None:
-        try:
+        async def attempt() -> str:
             async with await psycopg.AsyncConnection.connect(self.dsn) as conn:
-                self._opened(await adrive(conn, self._open_op(dimension, model)), dimension)
+                return await adrive(conn, self._open_op(dimension, model))
+
+        try:
+            self._opened(await aretrying(attempt), dimension)
         except psycopg.Error as exc:
             raise VectorStoreError(f"PostgreSQL: {exc}") from exc
 
@@ -488,63 +498,75 @@ class PgVectorStore(PoolOwner, DrivenStore):
         self._iterative_scan = _version(extension_version) >= (0, 8)
 
     def _open_op(self, dimension: int, model: str) -> Op[str]:
-        name = self.collection_name
-        # Concurrent CREATE ... IF NOT EXISTS can still collide; one opener at a time.
-        yield Statement(sql.SQL("SELECT pg_advisory_xact_lock({})").format(
-            sql.Literal(advisory_key("memkit-ddl"))))
-        yield Statement(sql.SQL("CREATE EXTENSION IF NOT EXISTS vector"))
-        yield Statement(sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {meta} (name text PRIMARY KEY,"
-            " dimension integer NOT NULL, model text NOT NULL)"
-        ).format(meta=sql.Identifier(META_TABLE)))
-        yield Statement(sql.SQL("ALTER TABLE {meta} ADD COLUMN IF NOT EXISTS live text")
-                        .format(meta=sql.Identifier(META_TABLE)))
-        yield Statement(
-            sql.SQL("INSERT INTO {meta} VALUES (%(n)s, %(d)s, %(m)s) ON CONFLICT (name) DO NOTHING")
-            .format(meta=sql.Identifier(META_TABLE)), {"n": name, "d": dimension, "m": model},
-        )
-        rows = yield Statement(
-            sql.SQL("SELECT dimension, model, live FROM {meta} WHERE name = %(n)s")
-            .format(meta=sql.Identifier(META_TABLE)), {"n": name},
-        )
-        stored_dimension, stored_model, live = rows[0]
-        if (stored_dimension, stored_model) != (dimension, model):
-            raise ConfigError(
-                f"collection {name!r} holds {stored_dimension}-dimensional vectors of "
-                f"{stored_model!r}; got {dimension}-dimensional vectors of {model!r}"
+        """Check the collection's entry and create what its schema lacks; an up-to-date
+        collection is opened by reads alone (see :func:`memkit._postgres.upkeep`)."""
+        stored = yield from self._stored()
+        if stored is not None:
+            self._check_stored(stored, dimension, model)
+        if stored is None or (yield from missing(self._schema(dimension))):
+            yield from ddl_lock()  # one opener at a time creates what is missing
+            yield from create_missing(_META_SCHEMA)
+            yield Statement(
+                sql.SQL("INSERT INTO {meta} VALUES (%(n)s, %(d)s, %(m)s) ON CONFLICT (name)"
+                        " DO NOTHING").format(meta=sql.Identifier(META_TABLE)),
+                {"n": self.collection_name, "d": dimension, "m": model},
             )
-        self._bind(live or name)
-        yield from self._schema(dimension)
+            stored = yield from self._stored()
+            assert stored is not None
+            self._check_stored(stored, dimension, model)
+            yield from create_missing(self._schema(dimension))
         rows = yield Statement(sql.SQL("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
         return str(rows[0][0])
 
-    def _schema(self, dimension: int) -> Iterable[Statement]:
+    def _stored(self) -> Op[tuple[int, str, str | None] | None]:
+        """The collection's entry in ``memkit_collections``: dimension, model, live table."""
+        if (yield from missing(_META_SCHEMA)):
+            return None
+        rows = yield Statement(
+            sql.SQL("SELECT dimension, model, live FROM {meta} WHERE name = %(n)s")
+            .format(meta=sql.Identifier(META_TABLE)), {"n": self.collection_name},
+        )
+        return (int(rows[0][0]), str(rows[0][1]), rows[0][2]) if rows else None
+
+    def _check_stored(self, stored: tuple[int, str, str | None], dimension: int,
+                      model: str) -> None:
+        stored_dimension, stored_model, live = stored
+        if (stored_dimension, stored_model) != (dimension, model):
+            raise ConfigError(
+                f"collection {self.collection_name!r} holds {stored_dimension}-dimensional"
+                f" vectors of {stored_model!r}; got {dimension}-dimensional vectors of {model!r}"
+            )
+        self._bind(live or self.collection_name)
+
+    def _schema(self, dimension: int) -> list[Statement]:
         t = self._table
-        yield Statement(sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {t} ("
-            ' id text COLLATE "C" PRIMARY KEY,'
-            " embedding vector({dim}) NOT NULL,"
-            " memory text NOT NULL, hash text NOT NULL,"
-            " user_id text, agent_id text, run_id text,"
-            " created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,"
-            " metadata jsonb NOT NULL DEFAULT '{{}}', folded jsonb NOT NULL DEFAULT '{{}}',"
-            " fts tsvector GENERATED ALWAYS AS (to_tsvector({cfg}, memory)) STORED)"
-        ).format(t=t, dim=sql.Literal(dimension), cfg=sql.Literal(_TS_CONFIG)))
-        # tables written before memkit kept versions lack the temporal columns
-        yield Statement(sql.SQL(
-            "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS valid_from timestamptz,"
-            " ADD COLUMN IF NOT EXISTS valid_to timestamptz,"
-            " ADD COLUMN IF NOT EXISTS expires_at timestamptz,"
-            " ADD COLUMN IF NOT EXISTS supersedes text,"
-            " ADD COLUMN IF NOT EXISTS memory_type text,"
-            " ADD COLUMN IF NOT EXISTS importance float8,"
-            " ADD COLUMN IF NOT EXISTS confidence float8,"
-            " ADD COLUMN IF NOT EXISTS access_count bigint,"
-            " ADD COLUMN IF NOT EXISTS last_accessed_at timestamptz"
-        ).format(t=t))
-        if dimension <= _MAX_HNSW_DIMENSIONS:  # pgvector's HNSW limit for vector
-            yield self._create_hnsw()
-        yield from self._create_secondary()
+        return [
+            Statement(sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {t} ("
+                ' id text COLLATE "C" PRIMARY KEY,'
+                " embedding vector({dim}) NOT NULL,"
+                " memory text NOT NULL, hash text NOT NULL,"
+                " user_id text, agent_id text, run_id text,"
+                " created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,"
+                " metadata jsonb NOT NULL DEFAULT '{{}}', folded jsonb NOT NULL DEFAULT '{{}}',"
+                " fts tsvector GENERATED ALWAYS AS (to_tsvector({cfg}, memory)) STORED)"
+            ).format(t=t, dim=sql.Literal(dimension), cfg=sql.Literal(_TS_CONFIG))),
+            # tables written before memkit kept versions lack the temporal columns
+            Statement(sql.SQL(
+                "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS valid_from timestamptz,"
+                " ADD COLUMN IF NOT EXISTS valid_to timestamptz,"
+                " ADD COLUMN IF NOT EXISTS expires_at timestamptz,"
+                " ADD COLUMN IF NOT EXISTS supersedes text,"
+                " ADD COLUMN IF NOT EXISTS memory_type text,"
+                " ADD COLUMN IF NOT EXISTS importance float8,"
+                " ADD COLUMN IF NOT EXISTS confidence float8,"
+                " ADD COLUMN IF NOT EXISTS access_count bigint,"
+                " ADD COLUMN IF NOT EXISTS last_accessed_at timestamptz"
+            ).format(t=t)),
+            # pgvector's HNSW limit for vector
+            *([self._create_hnsw()] if dimension <= _MAX_HNSW_DIMENSIONS else []),
+            *self._create_secondary(),
+        ]
 
     def _secondary(self) -> list[tuple[sql.Identifier, sql.Composable]]:
         """The btree and full-text indexes: each one's name and what it indexes."""
@@ -556,10 +578,9 @@ class PgVectorStore(PoolOwner, DrivenStore):
             (sql.Identifier(f"{name}_fts"), sql.SQL("USING gin (fts)")),
         ]
 
-    def _create_secondary(self) -> Iterable[Statement]:
-        for index, on in self._secondary():
-            yield Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} {on}").format(
-                i=index, t=self._table, on=on))
+    def _create_secondary(self) -> list[Statement]:
+        return [Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} {on}").format(
+            i=index, t=self._table, on=on)) for index, on in self._secondary()]
 
     def _create_hnsw(self) -> Statement:
         return Statement(sql.SQL(
@@ -663,8 +684,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
         if wanted_kb > int(memory_kb):
             yield Statement(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(
                 sql.Literal(f"{wanted_kb}kB")))
-        yield from self._create_secondary()
-        yield self._create_hnsw()
+        yield from each([*self._create_secondary(), self._create_hnsw()])
         # Fresh statistics: without them the planner may take the HNSW index for a
         # search scoped to a few rows that the btree on the scope answers exactly.
         yield Statement(sql.SQL("ANALYZE {t}").format(t=self._table))
@@ -882,7 +902,8 @@ class _Transaction:
         if colocated is None:
             history.add(rows)
             return
-        colocated.ensure_table()
+        if not colocated.ready:  # on this connection: never wait for another one here
+            self._run(upkeep(colocated.schema()))
         self._run(colocated.insert_op(rows))
 
     async def alist(self, filter: Filter | None = None, limit: int = 100,
@@ -904,7 +925,8 @@ class _Transaction:
         if colocated is None:
             await history.aadd(rows)
             return
-        await colocated.aensure_table()
+        if not colocated.ready:
+            await self._arun(upkeep(colocated.schema()))
         await self._arun(colocated.insert_op(rows))
 
     def switch(self, shadow: VectorStore) -> None:

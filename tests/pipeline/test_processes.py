@@ -1,0 +1,175 @@
+"""One memory shared by several processes: what holds across the process boundary.
+
+Each test starts real processes (``spawn``: a fresh interpreter, as a second agent
+worker or a second server would be), each with threads of its own, all on one
+collection. A hang fails the test (``pytest.mark.timeout``) instead of stalling it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import pytest
+
+from memkit import Memory
+from memkit._postgres import advisory_key
+from memkit.history.base import HistoryStore
+from memkit.stores.base import VectorStore
+from memkit.testing import HashEmbedder, ScriptedLLM
+from tests.conftest import engine_address, unique_name
+
+PROCESSES, THREADS, FACTS = 4, 4, 10
+
+
+@dataclass(frozen=True)
+class Shared:
+    """How every process reaches the one memory: picklable, built again in each process."""
+
+    store: str
+    where: str
+    name: str
+
+    def parts(self) -> tuple[VectorStore, HistoryStore]:
+        if self.store == "sqlite":
+            from memkit.stores.sqlite import SQLiteStore
+
+            sqlite = SQLiteStore(self.where, collection_name=self.name)
+            return sqlite, sqlite.history()
+        from memkit.history.postgres import PostgresHistory
+        from memkit.stores.pgvector import PgVectorStore
+
+        return (PgVectorStore(self.where, collection_name=self.name),
+                PostgresHistory(self.where, table=f"{self.name}_h"))
+
+    def memory(self) -> Memory:
+        store, history = self.parts()
+        return Memory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=store,
+                      history=history)
+
+
+def _add_the_same_facts(start: Any, shared: Shared, threads: int, facts: int) -> list[str]:
+    """In a process of its own: ``threads`` threads each add the same ``facts`` facts."""
+    memory = shared.memory()
+    errors: list[str] = []
+    start.wait()
+
+    def work() -> None:
+        for i in range(facts):
+            try:
+                memory.add(f"shared fact number {i}", user_id="u", infer=False)
+            except Exception as exc:  # reported to the parent, which names it
+                errors.append(repr(exc))
+
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    memory.close()
+    return errors
+
+
+def run_processes(target: Callable[..., list[str]], *args: Any,
+                  processes: int = PROCESSES) -> list[str]:
+    """Run ``target(start, *args)`` in ``processes`` fresh processes, each waiting on the
+    barrier ``start`` for the others; their errors."""
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        start = manager.Barrier(processes)
+        with context.Pool(processes) as pool:
+            results = [pool.apply_async(target, (start, *args))
+                       for _ in range(processes)]
+            return [error for result in results for error in result.get()]
+
+
+@pytest.fixture(params=["sqlite", "pgvector"])
+def shared(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Shared]:
+    if request.param == "sqlite":
+        yield Shared("sqlite", os.fspath(tmp_path / "memkit.db"), "shared")
+        return
+    dsn = engine_address("MEMKIT_TEST_PG_DSN")
+    made = Shared("pgvector", dsn, unique_name("processes"))
+    yield made
+    drop_pg(made)
+
+
+def drop_pg(shared: Shared, *tables: str) -> None:
+    with psycopg.connect(shared.where, autocommit=True) as conn:
+        for table in (shared.name, f"{shared.name}_h", f"{shared.name}_h_searches", *tables):
+            conn.execute(f'DROP TABLE IF EXISTS "{table}" CASCADE')
+        conn.execute("DELETE FROM memkit_collections WHERE name = %s", [shared.name])
+
+
+@pytest.mark.timeout(180)
+def test_processes_adding_the_same_facts_leave_one_memory_each(shared: Shared) -> None:
+    errors = run_processes(_add_the_same_facts, shared, THREADS, FACTS)
+    assert errors == []
+    memory = shared.memory()
+    items = memory.get_all(user_id="u", limit=1000).results
+    assert sorted(m.memory for m in items) == sorted(f"shared fact number {i}"
+                                                     for i in range(FACTS))
+    for item in items:
+        assert [h.event for h in memory.history(item.id)] == ["ADD"]
+    memory.close()
+
+
+# -- pgvector: an open never waits for writers --------------------------------------
+
+
+def _in_thread(call: Callable[[], object], finished: list[str]) -> threading.Thread:
+    """``call()`` in a thread of its own; ``finished`` gets "ok" or the error it raised."""
+    def run() -> None:
+        try:
+            call()
+        except Exception as exc:  # named by the assertion
+            finished.append(repr(exc))
+        else:
+            finished.append("ok")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.timeout(120)
+def test_a_pgvector_memory_opens_while_writers_hold_its_tables_and_another_the_ddl_lock(
+    pg_dsn: str,
+) -> None:
+    """What hung 4 processes x 4 threads: an opener under memkit's DDL lock waited for a
+    table that a writer held while that writer's client waited for the DDL lock. An open
+    of an up-to-date schema now takes neither."""
+    from memkit.graph.postgres import PostgresGraph
+
+    shared = Shared("pgvector", pg_dsn, unique_name("open_busy"))
+    graph_name = f"{shared.name}_g"
+    first = shared.memory()
+    first.add("a first fact", user_id="u", infer=False)
+    graph = PostgresGraph(pg_dsn, graph_name=graph_name)
+    graph.open()
+    graph.close()
+    tables = [shared.name, f"{shared.name}_h", f"{graph_name}_entities"]
+    with psycopg.connect(pg_dsn) as writer, psycopg.connect(pg_dsn) as opener:
+        for table in tables:  # a writer in the middle of its transaction
+            writer.execute(f'LOCK TABLE "{table}" IN ROW EXCLUSIVE MODE')
+        opener.execute("SELECT pg_advisory_xact_lock(%s)", [advisory_key("memkit-ddl")])
+        second = shared.memory()
+        second_graph = PostgresGraph(pg_dsn, graph_name=graph_name)
+        finished: list[str] = []
+        opened = [_in_thread(lambda: second.get_all(user_id="u"), finished),
+                  _in_thread(second_graph.open, finished)]
+        for thread in opened:
+            thread.join(timeout=30)
+        writer.rollback()
+        opener.rollback()
+    assert finished == ["ok", "ok"], "an open waited for a lock held by a writer or an opener"
+    assert [m.memory for m in second.get_all(user_id="u").results] == ["a first fact"]
+    for closing in (first, second, second_graph):
+        closing.close()
+    drop_pg(shared, *(f"{graph_name}_{t}" for t in ("entities", "relations",
+                                                    "relation_memories", "aliases")))
