@@ -16,15 +16,26 @@ model sees, and a call cannot change them.
 
 from __future__ import annotations
 
-import copy
 import inspect
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from memkit import MemkitError
+from memkit._graph_tools import GRAPH_TOOLS
+from memkit._toolspec import (
+    AgentId,
+    Args,
+    Json,
+    Plan,
+    RunId,
+    ScopeArgs,
+    ToolSpec,
+    UserId,
+    dump,
+    single,
+)
 
 if TYPE_CHECKING:
     from memkit._memory import AsyncMemory, Memory
@@ -35,9 +46,6 @@ __all__ = [
 
 SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
 
-UserId = Annotated[str | None, Field(description="Whose memories (default: the tools' user).")]
-AgentId = Annotated[str | None, Field(description="Which agent's memories (default: the tools' agent).")]
-RunId = Annotated[str | None, Field(description="Which session's memories (default: the tools' run).")]
 Filters = Annotated[dict[str, Any] | None, Field(description=(
     'Optional metadata/field filter, e.g. {"topic": "food"}, {"priority": {"gte": 2}}, '
     '{"OR": [{"topic": "food"}, {"topic": "travel"}]}. Operators: eq, ne, gt, gte, lt, lte, '
@@ -57,11 +65,7 @@ class ChatMessage(BaseModel):
     content: str
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class _AddMemoryArgs(_Args):
+class _AddMemoryArgs(Args):
     content: Annotated[str | list[ChatMessage], Field(description=(
         "What to remember: a sentence, or a conversation as a list of {role, content}."))]
     user_id: UserId = None
@@ -80,7 +84,7 @@ class _AddMemoryArgs(_Args):
     surface: Surface = None
 
 
-class _SearchMemoriesArgs(_Args):
+class _SearchMemoriesArgs(Args):
     query: Annotated[str, Field(description="What to look for, in natural language.")]
     user_id: UserId = None
     agent_id: AgentId = None
@@ -95,11 +99,11 @@ class _SearchMemoriesArgs(_Args):
     as_of: AsOf = None
 
 
-class _MemoryIdArgs(_Args):
+class _MemoryIdArgs(Args):
     memory_id: MemoryId
 
 
-class _ListMemoriesArgs(_Args):
+class _ListMemoriesArgs(Args):
     user_id: UserId = None
     agent_id: AgentId = None
     run_id: RunId = None
@@ -110,13 +114,13 @@ class _ListMemoriesArgs(_Args):
         '"startup": only the memories marked for the startup briefing.'))] = None
 
 
-class _TaskUpdateArgs(_Args):
+class _TaskUpdateArgs(Args):
     memory_id: MemoryId
     status: Annotated[Literal["open", "in_progress", "done", "cancelled"], Field(
         description="The task's new status.")]
 
 
-class _StartupArgs(_Args):
+class _StartupArgs(Args):
     user_id: UserId = None
     agent_id: AgentId = None
     run_id: RunId = None
@@ -124,7 +128,7 @@ class _StartupArgs(_Args):
         "The most tokens the briefing may take."))] = 1000
 
 
-class _IndexFolderArgs(_Args):
+class _IndexFolderArgs(Args):
     path: Annotated[str, Field(min_length=1, description=(
         "A folder of markdown notes on the machine running memkit."))]
     user_id: UserId = None
@@ -132,174 +136,125 @@ class _IndexFolderArgs(_Args):
     run_id: RunId = None
 
 
-class _UpdateMemoryArgs(_Args):
+class _UpdateMemoryArgs(Args):
     memory_id: MemoryId
     text: Annotated[str, Field(min_length=1, description="The memory's new text.")]
     metadata: Annotated[dict[str, Any] | None, Field(
         description="Optional labels merged into the memory's metadata.")] = None
 
 
-class _SupersedeArgs(_Args):
+class _SupersedeArgs(Args):
     memory_id: MemoryId
     text: Annotated[str, Field(min_length=1, description="The text that replaces it.")]
 
 
-class _RevertArgs(_Args):
+class _RevertArgs(Args):
     event_id: Annotated[str, Field(description="The id of an event from memory_history.")]
 
 
-class _DeleteAllMemoriesArgs(_Args):
+class _DeleteAllMemoriesArgs(Args):
     user_id: UserId = None
     agent_id: AgentId = None
     run_id: RunId = None
     filters: Filters = None
 
 
-class _ScopeArgs(_Args):
-    user_id: UserId = None
-    agent_id: AgentId = None
-    run_id: RunId = None
-
-
-class _ConsolidateArgs(_ScopeArgs):
+class _ConsolidateArgs(ScopeArgs):
     threshold: Annotated[float | None, Field(gt=0, le=1, description=(
         "Cosine similarity from which memories are near-duplicates (default 0.9)."))] = None
     dry_run: Annotated[bool, Field(description=(
         "true (default): only report the clusters; false: merge them."))] = True
 
 
-class _FeedbackArgs(_Args):
+class _FeedbackArgs(Args):
     memory_id: MemoryId
     useful: Annotated[bool, Field(description=(
         "true: the memory helped (it is reinforced); false: it did not (its confidence drops)."))]
 
 
-Json = dict[str, Any]
-#: (Memory method, positional args, keyword args, result -> JSON)
-Call = tuple[str, tuple[Any, ...], dict[str, Any], Callable[[Any], Json]]
 
-
-def _dump(result: Any) -> Json:
-    return result.model_dump(mode="json")  # type: ignore[no-any-return]
-
-
-def _plan_add(a: _AddMemoryArgs, scope: Json) -> Call:
+def _plan_add(a: _AddMemoryArgs, scope: Json) -> Plan:
     messages = a.content if isinstance(a.content, str) else [m.model_dump() for m in a.content]
-    return "add", (messages,), {**scope, "metadata": a.metadata, "infer": a.infer,
+    return single("add", (messages,), {**scope, "metadata": a.metadata, "infer": a.infer,
                                 "dry_run": a.dry_run, "memory_type": a.memory_type,
-                                "surface": a.surface}, _dump
+                                "surface": a.surface}, dump)
 
 
-def _plan_search(a: _SearchMemoriesArgs, scope: Json) -> Call:
-    return "search", (a.query,), {**scope, "limit": a.limit, "offset": a.offset,
+def _plan_search(a: _SearchMemoriesArgs, scope: Json) -> Plan:
+    return single("search", (a.query,), {**scope, "limit": a.limit, "offset": a.offset,
                                   "filters": a.filters,
-                                  "threshold": a.threshold, "as_of": a.as_of}, _dump
+                                  "threshold": a.threshold, "as_of": a.as_of}, dump)
 
 
-def _plan_get(a: _MemoryIdArgs, scope: Json) -> Call:
+def _plan_get(a: _MemoryIdArgs, scope: Json) -> Plan:
     def render(item: Any) -> Json:
         if item is None:
             raise MemkitError(f"no memory with id {a.memory_id!r}")
-        return _dump(item)
-    return "get", (a.memory_id,), {}, render
+        return dump(item)
+    return single("get", (a.memory_id,), {}, render)
 
 
-def _plan_list(a: _ListMemoriesArgs, scope: Json) -> Call:
-    return "get_all", (), {**scope, "filters": a.filters, "limit": a.limit, "as_of": a.as_of,
-                           "surface": a.surface}, _dump
+def _plan_list(a: _ListMemoriesArgs, scope: Json) -> Plan:
+    return single("get_all", (), {**scope, "filters": a.filters, "limit": a.limit, "as_of": a.as_of,
+                           "surface": a.surface}, dump)
 
 
-def _plan_task_update(a: _TaskUpdateArgs, scope: Json) -> Call:
-    return "update_task", (a.memory_id,), {"status": a.status}, _dump
+def _plan_task_update(a: _TaskUpdateArgs, scope: Json) -> Plan:
+    return single("update_task", (a.memory_id,), {"status": a.status}, dump)
 
 
-def _plan_startup(a: _StartupArgs, scope: Json) -> Call:
-    return "startup_context", (), {**scope, "budget_tokens": a.budget_tokens}, _dump
+def _plan_startup(a: _StartupArgs, scope: Json) -> Plan:
+    return single("startup_context", (), {**scope, "budget_tokens": a.budget_tokens}, dump)
 
 
-def _plan_index_folder(a: _IndexFolderArgs, scope: Json) -> Call:
-    return "index_folder", (a.path,), scope, _dump
+def _plan_index_folder(a: _IndexFolderArgs, scope: Json) -> Plan:
+    return single("index_folder", (a.path,), scope, dump)
 
 
-def _plan_update(a: _UpdateMemoryArgs, scope: Json) -> Call:
-    return "update", (a.memory_id, a.text), {"metadata": a.metadata}, _dump
+def _plan_update(a: _UpdateMemoryArgs, scope: Json) -> Plan:
+    return single("update", (a.memory_id, a.text), {"metadata": a.metadata}, dump)
 
 
-def _plan_delete(a: _MemoryIdArgs, scope: Json) -> Call:
-    return "delete", (a.memory_id,), {}, lambda _: {"deleted": a.memory_id}
+def _plan_delete(a: _MemoryIdArgs, scope: Json) -> Plan:
+    return single("delete", (a.memory_id,), {}, lambda _: {"deleted": a.memory_id})
 
 
-def _plan_delete_all(a: _DeleteAllMemoriesArgs, scope: Json) -> Call:
-    return "delete_all", (), {**scope, "filters": a.filters}, lambda deleted: {
-        "deleted": deleted.count, "ids": [e.id for e in deleted.results]}
+def _plan_delete_all(a: _DeleteAllMemoriesArgs, scope: Json) -> Plan:
+    return single("delete_all", (), {**scope, "filters": a.filters}, lambda deleted: {
+        "deleted": deleted.count, "ids": [e.id for e in deleted.results]})
 
 
-def _plan_history(a: _MemoryIdArgs, scope: Json) -> Call:
-    return "history", (a.memory_id,), {}, lambda rows: {"results": [r.model_dump(mode="json") for r in rows]}
+def _plan_history(a: _MemoryIdArgs, scope: Json) -> Plan:
+    return single("history", (a.memory_id,), {}, lambda rows: {"results": [r.model_dump(mode="json") for r in rows]})
 
 
-def _plan_versions(a: _MemoryIdArgs, scope: Json) -> Call:
+def _plan_versions(a: _MemoryIdArgs, scope: Json) -> Plan:
     def render(chain: Any) -> Json:
         if not chain:
             raise MemkitError(f"no memory with id {a.memory_id!r}")
         return {"results": [v.model_dump(mode="json") for v in chain]}
-    return "versions", (a.memory_id,), {}, render
+    return single("versions", (a.memory_id,), {}, render)
 
 
-def _plan_supersede(a: _SupersedeArgs, scope: Json) -> Call:
-    return "supersede", (a.memory_id, a.text), {}, _dump
+def _plan_supersede(a: _SupersedeArgs, scope: Json) -> Plan:
+    return single("supersede", (a.memory_id, a.text), {}, dump)
 
 
-def _plan_revert(a: _RevertArgs, scope: Json) -> Call:
-    return "revert", (a.event_id,), {}, _dump
+def _plan_revert(a: _RevertArgs, scope: Json) -> Plan:
+    return single("revert", (a.event_id,), {}, dump)
 
 
-def _plan_stats(a: _ScopeArgs, scope: Json) -> Call:
-    return "stats", (), scope, _dump
+def _plan_stats(a: ScopeArgs, scope: Json) -> Plan:
+    return single("stats", (), scope, dump)
 
 
-def _plan_consolidate(a: _ConsolidateArgs, scope: Json) -> Call:
-    return "consolidate", (), {**scope, "threshold": a.threshold, "dry_run": a.dry_run}, _dump
+def _plan_consolidate(a: _ConsolidateArgs, scope: Json) -> Plan:
+    return single("consolidate", (), {**scope, "threshold": a.threshold, "dry_run": a.dry_run}, dump)
 
 
-def _plan_feedback(a: _FeedbackArgs, scope: Json) -> Call:
-    return "feedback", (a.memory_id,), {"useful": a.useful}, lambda _: {
-        "memory_id": a.memory_id, "useful": a.useful}
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """One tool: its name, what it tells the model, its arguments, and its effects."""
-
-    name: str
-    description: str
-    arguments: type[BaseModel]
-    plan: Callable[[Any, Json], Call]
-    read_only: bool
-    destructive: bool
-    idempotent: bool = False
-
-    def parameters(self, hidden: Collection[str] = ()) -> Json:
-        """The JSON schema of the arguments, without the ``hidden`` fields."""
-        schema = copy.deepcopy(self.arguments.model_json_schema())
-        schema.pop("title", None)
-        for name in hidden:
-            schema.get("properties", {}).pop(name, None)
-        if "required" in schema:
-            schema["required"] = [r for r in schema["required"] if r not in hidden]
-        return schema
-
-    def signature(self, hidden: Collection[str] = ()) -> inspect.Signature:
-        """A keyword-only signature of the arguments, for frameworks that read one."""
-        params = [
-            inspect.Parameter(
-                name, inspect.Parameter.KEYWORD_ONLY,
-                default=inspect.Parameter.empty if field.is_required() else field.default,
-                annotation=Annotated[field.annotation, field],
-            )
-            for name, field in self.arguments.model_fields.items() if name not in hidden
-        ]
-        return inspect.Signature(params, return_annotation=dict[str, Any])
+def _plan_feedback(a: _FeedbackArgs, scope: Json) -> Plan:
+    return single("feedback", (a.memory_id,), {"useful": a.useful}, lambda _: {
+        "memory_id": a.memory_id, "useful": a.useful})
 
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -332,7 +287,7 @@ TOOLS: tuple[ToolSpec, ...] = (
              _RevertArgs, _plan_revert, read_only=False, destructive=False),
     ToolSpec("get_memory_stats", "Statistics of a scope's memories: counts by type and state, "
              "growth per day, a confidence histogram, the most accessed memories and (with a "
-             "graph) the top entities.", _ScopeArgs, _plan_stats, read_only=True,
+             "graph) the top entities.", ScopeArgs, _plan_stats, read_only=True,
              destructive=False),
     ToolSpec("memory_consolidate", "Find near-duplicate memories of a scope and, with "
              "dry_run false, merge each group into its most confident member (the others stay "
@@ -352,8 +307,9 @@ TOOLS: tuple[ToolSpec, ...] = (
              "its path and lines) or bring the index up to date with the files; memories of "
              "removed sections end.", _IndexFolderArgs, _plan_index_folder, read_only=False,
              destructive=True, idempotent=True),
+    *GRAPH_TOOLS,
 )
-"""Every memory tool, in the order the definitions list them."""
+"""Every memory tool, in the order the definitions list them; the graph tools last."""
 _BY_NAME = {spec.name: spec for spec in TOOLS}
 
 
@@ -365,21 +321,27 @@ def tool_spec(name: str) -> ToolSpec:
         raise KeyError(f"unknown memory tool {name!r}; the tools are {sorted(_BY_NAME)}") from None
 
 
-def _selected(names: Collection[str] | None) -> list[ToolSpec]:
-    return list(TOOLS) if names is None else [tool_spec(n) for n in names]
+def _selected(names: Collection[str] | None, graph: bool) -> list[ToolSpec]:
+    if names is None:
+        return [s for s in TOOLS if graph or not s.graph]
+    return [tool_spec(n) for n in names]
 
 
-def openai_tools(names: Collection[str] | None = None, *, hidden: Collection[str] = ()) -> list[Json]:
-    """OpenAI function-calling definitions (``tools=`` of chat completions), all tools or ``names``."""
+def openai_tools(names: Collection[str] | None = None, *, hidden: Collection[str] = (),
+                 graph: bool = False) -> list[Json]:
+    """OpenAI function-calling definitions (``tools=`` of chat completions): ``names``, or
+    every tool (the graph tools too with ``graph=True``: they need a graph store)."""
     return [{"type": "function", "function": {"name": s.name, "description": s.description,
                                               "parameters": s.parameters(hidden)}}
-            for s in _selected(names)]
+            for s in _selected(names, graph)]
 
 
-def anthropic_tools(names: Collection[str] | None = None, *, hidden: Collection[str] = ()) -> list[Json]:
-    """Anthropic Messages API tool definitions (``tools=``), all tools or ``names``."""
+def anthropic_tools(names: Collection[str] | None = None, *, hidden: Collection[str] = (),
+                    graph: bool = False) -> list[Json]:
+    """Anthropic Messages API tool definitions (``tools=``): ``names``, or every tool (the
+    graph tools too with ``graph=True``)."""
     return [{"name": s.name, "description": s.description, "input_schema": s.parameters(hidden)}
-            for s in _selected(names)]
+            for s in _selected(names, graph)]
 
 
 class MemoryTools:
@@ -388,6 +350,8 @@ class MemoryTools:
     ``user_id`` / ``agent_id`` / ``run_id`` given here are fixed (``fixed=True``, the
     default for agents: the model cannot reach another user's memories) or only
     defaults for what a call leaves out (``fixed=False``, as the MCP server does).
+    ``names`` (default: every tool, the graph tools when the memory has a graph store)
+    are the tools :attr:`specs` offers.
     """
 
     def __init__(
@@ -404,13 +368,13 @@ class MemoryTools:
         self.scope = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
         self.fixed: frozenset[str] = frozenset(
             f for f, v in self.scope.items() if v is not None) if fixed else frozenset()
-        self.specs = _selected(names)
+        self.specs = _selected(names, memory.graph_store is not None)
 
     def parameters(self, name: str) -> Json:
         """The schema of ``name`` as this object's model sees it (fixed scope fields left out)."""
         return tool_spec(name).parameters(self.fixed)
 
-    def _plan(self, name: str, arguments: Mapping[str, Any]) -> Call:
+    def _plan(self, name: str, arguments: Mapping[str, Any]) -> Plan:
         spec = tool_spec(name)
         given = set(arguments) & self.fixed
         if given:
@@ -422,25 +386,31 @@ class MemoryTools:
         scope = {f: getattr(args, f, None) or self.scope[f] for f in SCOPE_FIELDS}
         return spec.plan(args, scope)
 
-    def _check_owned(self, method: str, args: tuple[Any, ...], item: Any) -> None:
+    def _check_owned(self, args: tuple[Any, ...], item: Any) -> None:
         """With a fixed scope, a memory of another scope is as good as absent."""
         if item is None or any(getattr(item, f) != self.scope[f] for f in self.fixed):
             raise MemkitError(f"no memory with id {args[0]!r}")
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> Json:
         """Run a tool on a sync ``Memory``; the result is JSON-ready. MemkitError on failure."""
-        method, args, kwargs, render = self._plan(name, arguments)
+        plan = self._plan(name, arguments)
         if inspect.iscoroutinefunction(self.memory.get):
             raise TypeError("this MemoryTools wraps an AsyncMemory; use acall()")
-        if self.fixed and method in _BY_ID:
-            self._check_owned(method, args, self.memory.get(args[0]))
-        return render(getattr(self.memory, method)(*args, **kwargs))
+        result: Any = None
+        try:
+            while True:
+                method, args, kwargs = plan.send(result)
+                if self.fixed and method in _BY_ID:
+                    self._check_owned(args, self.memory.get(args[0]))
+                result = getattr(self.memory, method)(*args, **kwargs)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
     async def acall(self, name: str, arguments: Mapping[str, Any]) -> Json:
         """Run a tool on an ``AsyncMemory`` (natively) or a ``Memory`` (in a worker thread)."""
         import asyncio
 
-        method, args, kwargs, render = self._plan(name, arguments)
+        plan = self._plan(name, arguments)
 
         async def run(method: str, *args: Any, **kwargs: Any) -> Any:
             bound = getattr(self.memory, method)
@@ -448,9 +418,15 @@ class MemoryTools:
                 return await bound(*args, **kwargs)
             return await asyncio.to_thread(bound, *args, **kwargs)
 
-        if self.fixed and method in _BY_ID:
-            self._check_owned(method, args, await run("get", args[0]))
-        return render(await run(method, *args, **kwargs))
+        result: Any = None
+        try:
+            while True:
+                method, args, kwargs = plan.send(result)
+                if self.fixed and method in _BY_ID:
+                    self._check_owned(args, await run("get", args[0]))
+                result = await run(method, *args, **kwargs)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
 
 #: the methods that take a memory id, whose memory must be in a fixed scope

@@ -14,6 +14,8 @@ NAMES = ["add_memory", "search_memories", "get_memory", "list_memories", "update
          "memory_supersede", "memory_revert", "get_memory_stats", "memory_consolidate",
          "memory_feedback", "memory_task_update", "memory_startup",
          "index_folder"]
+GRAPH_NAMES = ["create_entities", "create_relations", "delete_entities", "delete_relations",
+               "get_entity_graph", "search_entities"]
 
 
 def _memory() -> Memory:
@@ -21,7 +23,8 @@ def _memory() -> Memory:
 
 
 def test_definitions_for_openai_and_anthropic() -> None:
-    assert [spec.name for spec in TOOLS] == NAMES
+    assert [spec.name for spec in TOOLS] == NAMES + GRAPH_NAMES
+    assert [t["name"] for t in anthropic_tools(graph=True)] == NAMES + GRAPH_NAMES
     openai = openai_tools()
     anthropic = anthropic_tools(["search_memories"], hidden={"user_id"})
     assert [t["function"]["name"] for t in openai] == NAMES
@@ -117,3 +120,41 @@ def test_stats_consolidate_and_feedback_tools(mode: str) -> None:
     with pytest.raises(MemkitError, match="no memory with id"):  # another scope's memory
         other.call("memory_feedback", {"memory_id": ids[2], "useful": False}) if mode == "sync" \
             else asyncio.run(other.acall("memory_feedback", {"memory_id": ids[2], "useful": False}))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_graph_tools_run_on_a_memory_with_a_graph_store(mode: str) -> None:
+    import asyncio
+
+    from memkit.stores.sqlite import SQLiteStore
+
+    cls = Memory if mode == "sync" else AsyncMemory
+    memory = cls({"graph_store": "sqlite"}, llm=ScriptedLLM(), embedder=HashEmbedder(),
+                 vector_store=SQLiteStore(":memory:"))
+    tools = MemoryTools(memory, user_id="alice")
+    assert [s.name for s in tools.specs] == NAMES + GRAPH_NAMES
+    assert [s.name for s in MemoryTools(_memory()).specs] == NAMES  # no graph store: none
+
+    def call(tool: str, **arguments: object) -> dict[str, object]:
+        if mode == "sync":
+            return tools.call(tool, arguments)
+        return asyncio.run(tools.acall(tool, arguments))
+
+    made = call("create_entities", entities=[{"name": "Alice", "type": "person"}])
+    assert made["results"][0]["type"] == "person"  # type: ignore[index]
+    call("create_relations", relations=[
+        {"source": "Alice", "relation": "works at", "target": "Acme"},
+        {"source": "Acme", "relation": "based in", "target": "Berlin"}])
+    graph = call("get_entity_graph", name="alice", depth=2)
+    assert sorted(e["name"] for e in graph["entities"]) == ["Acme", "Alice", "Berlin"]  # type: ignore[attr-defined]
+    found = call("search_entities", query="Where does Alice work?")
+    assert {e["name"] for e in found["entities"]} >= {"Alice", "Acme"}  # type: ignore[attr-defined]
+    everyone = call("search_entities", query="", type="person")
+    assert [e["name"] for e in everyone["entities"]] == ["Alice"]  # type: ignore[attr-defined]
+    with pytest.raises(MemkitError, match="user_id is fixed"):
+        call("get_entity_graph", name="Alice", user_id="bob")
+    assert call("delete_relations", relations=[
+        {"source": "Acme", "relation": "based in", "target": "Berlin"}])["deleted"] == 1
+    assert call("delete_entities", names=["Acme", "nobody"])["names"] == ["Acme"]
+    with pytest.raises(MemkitError, match="invalid arguments"):
+        call("create_entities", entities=[])

@@ -12,7 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from memkit import AsyncMemory, MemkitError
-from memkit.tools import TOOLS, MemoryTools, ToolSpec
+from memkit.tools import MemoryTools, ToolSpec
 
 INSTRUCTIONS = """\
 Long-term memory. Call search_memories before answering anything that may depend on what \
@@ -48,7 +48,8 @@ def create_server(
     close_memory: bool = False,
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
 ) -> MCPServer[Any]:
-    """An MCP server with memkit's tools (``memkit.tools.TOOLS``) over ``memory``.
+    """An MCP server with memkit's tools (``memkit.tools.TOOLS``; the graph tools when
+    ``memory`` has a graph store) over ``memory``.
 
     ``defaults`` (default: ``MEMKIT_USER_ID`` / ``MEMKIT_AGENT_ID`` / ``MEMKIT_RUN_ID``)
     fill each scope field a call leaves out. ``log_level``: the server's and libraries'
@@ -68,13 +69,9 @@ def create_server(
 
     server: MCPServer[Any] = MCPServer("memkit", instructions=INSTRUCTIONS, lifespan=lifespan,
                                           log_level=log_level)
-    for spec in TOOLS:
+    for spec in tools.specs:
         annotations = ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=spec.destructive,
                                       idempotent_hint=True if spec.idempotent else None)
         server.add_tool(_mcp_tool(spec, tools), name=spec.name, description=spec.description,
                         annotations=annotations)
-    if memory.graph_store is not None:
-        from memkit.mcp._graph_tools import add_graph_tools
-
-        add_graph_tools(server, memory, fallback)
     return server
