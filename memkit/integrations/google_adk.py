@@ -43,7 +43,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from memkit import MemkitError, NotFoundError
 from memkit.integrations._common import Scope, acall, error_text
-from memkit.tools import MemoryTools, ToolSpec
+from memkit.tools import TOOLS, MemoryTools, ToolSpec, tool_spec
 
 if TYPE_CHECKING:
     import memkit
@@ -146,19 +146,24 @@ def _entry(item: memkit.MemoryItem) -> MemoryEntry:
 
 
 class _MemkitTool(BaseTool):
-    """One memory tool, declared to the model with memkit's JSON schema."""
+    """One memory tool, declared to the model with memkit's JSON schema. Without a scope of
+    its own (``tools`` is None) it runs in the scope of the invocation: ADK's user and app."""
 
-    def __init__(self, spec: ToolSpec, tools: MemoryTools) -> None:
+    def __init__(self, spec: ToolSpec, memory: memkit.Memory | memkit.AsyncMemory,
+                 tools: MemoryTools | None) -> None:
         super().__init__(name=spec.name, description=spec.description)
-        self._tools = tools
+        self._memory, self._tools = memory, tools
 
     def _get_declaration(self) -> types.FunctionDeclaration:
+        hidden = self._tools.fixed if self._tools is not None else ("user_id", "agent_id", "run_id")
         return types.FunctionDeclaration(name=self.name, description=self.description,
-                                         parameters_json_schema=self._tools.parameters(self.name))
+                                         parameters_json_schema=tool_spec(self.name).parameters(hidden))
 
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        tools = self._tools or MemoryTools(self._memory, user_id=tool_context.user_id,
+                                           agent_id=tool_context.session.app_name, names=[self.name])
         try:
-            return await self._tools.acall(self.name, args)
+            return await tools.acall(self.name, args)
         except MemkitError as exc:
             return {"error": error_text(exc)}
 
@@ -171,7 +176,12 @@ def memory_tools(
     run_id: str | None = None,
     names: Sequence[str] | None = None,
 ) -> list[BaseTool]:
-    """memkit's memory tools (all, or ``names``) as ADK tools over ``memory``, in the scope
-    given here. A memkit error is returned to the model as ``{"error": ...}``."""
+    """memkit's memory tools (all, or ``names``) as ADK tools over ``memory``. With no scope
+    given here, each call runs in the invocation's scope, as :class:`MemkitMemoryService`
+    maps it (ADK's ``user_id``, its ``app_name`` as ``agent_id``); the model sees no scope
+    arguments either way. A memkit error is returned to the model as ``{"error": ...}``."""
+    specs = list(TOOLS) if names is None else [tool_spec(name) for name in names]
+    if user_id is None and agent_id is None and run_id is None:
+        return [_MemkitTool(spec, memory, None) for spec in specs]
     tools = MemoryTools(memory, user_id=user_id, agent_id=agent_id, run_id=run_id, names=names)
-    return [_MemkitTool(spec, tools) for spec in tools.specs]
+    return [_MemkitTool(spec, memory, tools) for spec in specs]

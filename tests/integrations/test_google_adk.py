@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("google.adk.memory", reason="pip install 'memkit-ai[google-adk]'")
 
+from google.adk.agents import LlmAgent
 from google.adk.events import Event
 from google.adk.memory import BaseMemoryService
 from google.adk.memory.memory_entry import MemoryEntry
-from google.adk.sessions import Session
+from google.adk.models import BaseLlm, LlmRequest, LlmResponse
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService, Session
 from google.genai import types
 
 from memkit import AsyncMemory, Memory, NotFoundError
@@ -96,3 +100,36 @@ async def test_tools_are_declared_with_memkits_schema_and_fix_the_scope() -> Non
         assert added["results"][0]["event"] == "ADD"
         refused = await tools["get_memory"].run_async(args={"memory_id": bob}, tool_context=None)  # type: ignore[arg-type]
         assert refused == {"error": f"error: MemkitError: no memory with id {bob!r}"}
+
+
+class _CallsAddMemory(BaseLlm):
+    """A scripted model: calls add_memory once, then says what the tool returned."""
+
+    async def generate_content_async(self, llm_request: LlmRequest,
+                                     stream: bool = False) -> AsyncGenerator[LlmResponse, None]:
+        declared = [d.name for tool in llm_request.config.tools or [] for d in tool.function_declarations or []]
+        assert "add_memory" in declared
+        last = llm_request.contents[-1].parts or []
+        done = [p.function_response.response for p in last if p.function_response]
+        part = (types.Part(text=str(done[0])) if done else
+                types.Part(function_call=types.FunctionCall(name="add_memory",
+                                                            args={"content": "Likes tea", "infer": False})))
+        yield LlmResponse(content=types.Content(role="model", parts=[part]))
+
+
+async def test_tools_without_a_scope_take_the_invocations_user_and_app() -> None:
+    async with AsyncMemory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=InMemoryStore()) as memory:
+        tools = memory_tools(memory, names=["add_memory", "search_memories"])
+        properties = tools[0]._get_declaration().parameters_json_schema["properties"]
+        assert not {"user_id", "agent_id", "run_id"} & set(properties)
+        sessions = InMemorySessionService()
+        runner = Runner(app_name="kitchen", session_service=sessions,
+                        agent=LlmAgent(name="assistant", model=_CallsAddMemory(model="scripted"), tools=tools))
+        session = await sessions.create_session(app_name="kitchen", user_id="carol")
+        message = types.Content(role="user", parts=[types.Part(text="remember that I like tea")])
+        async for _ in runner.run_async(user_id="carol", session_id=session.id, new_message=message):
+            pass
+        stored = (await memory.get_all(user_id="carol", agent_id="kitchen")).results
+        assert [m.memory for m in stored] == ["Likes tea"]
+        found = await MemkitMemoryService(memory).search_memory(app_name="kitchen", user_id="carol", query="tea")
+        assert _texts(found) == ["Likes tea"]
