@@ -43,7 +43,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from memkit import MemkitError, NotFoundError
 from memkit.integrations._common import Scope, acall, error_text
-from memkit.tools import TOOLS, MemoryTools, ToolSpec, tool_spec
+from memkit.tools import MemoryTools, ToolSpec, tool_spec
 
 if TYPE_CHECKING:
     import memkit
@@ -180,7 +180,7 @@ def memory_tools(
     given here, each call runs in the invocation's scope, as :class:`MemkitMemoryService`
     maps it (ADK's ``user_id``, its ``app_name`` as ``agent_id``); the model sees no scope
     arguments either way. A memkit error is returned to the model as ``{"error": ...}``."""
-    specs = list(TOOLS) if names is None else [tool_spec(name) for name in names]
+    specs = MemoryTools(memory, names=names).specs  # the graph tools too, with a graph store
     if user_id is None and agent_id is None and run_id is None:
         return [_MemkitTool(spec, memory, None) for spec in specs]
     tools = MemoryTools(memory, user_id=user_id, agent_id=agent_id, run_id=run_id, names=names)
