@@ -29,6 +29,7 @@ from memkit._errors import (
 if TYPE_CHECKING:
     from memkit._config import MemoryConfig
     from memkit._filters import And, Condition, Filter, Not, Or, parse_filter
+    from memkit._mem0_import import Mem0ImportResult, import_mem0
     from memkit._memory import AsyncMemory, Memory
     from memkit._models import (
         MEMORY_TYPES,
@@ -77,6 +78,7 @@ _LAZY = {
     "IndexResult": "memkit._notes.models", "SkippedFile": "memkit._notes.models",
     "StartupContext": "memkit._notes.models", "StartupItem": "memkit._notes.models",
     "FolderWatch": "memkit._notes.watch", "TASK_STATUSES": "memkit._models",
+    "import_mem0": "memkit._mem0_import", "Mem0ImportResult": "memkit._mem0_import",
 }
 
 __all__ = [
@@ -84,10 +86,11 @@ __all__ = [
     "ConflictError", "ConsolidationCluster", "ConsolidationResult",
     "DeleteResult", "EmbeddingError", "EntityGraph", "ExportedMemory", "Filter", "FilterError",
     "FolderWatch", "GraphEntity", "GraphRelation", "HistoryList",
-    "HistoryRecord", "ImportResult", "IndexResult", "LLMError", "MemkitError", "Memory", "MemoryConfig",
+    "HistoryRecord", "ImportResult", "IndexResult", "LLMError", "Mem0ImportResult", "MemkitError", "Memory",
+    "MemoryConfig",
     "MemoryEvent", "MemoryItem", "MemoryStats", "Not", "NotFoundError", "OperationError", "Or",
     "ReembedResult", "ScopeCount", "ScopeError", "SearchLogEntry", "SearchResult", "SkippedFile",
-    "StartupContext", "StartupItem", "Usage", "VectorStoreError", "__version__", "parse_filter",
+    "StartupContext", "StartupItem", "Usage", "VectorStoreError", "__version__", "import_mem0", "parse_filter",
 ]
 
 

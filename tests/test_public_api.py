@@ -16,7 +16,7 @@ EXPECTED = {
     "DeleteResult", "ExportedMemory", "ImportResult", "ConflictError", "MEMORY_TYPES",
     "ConsolidationCluster", "ConsolidationResult", "MemoryStats",
     "EntityGraph", "GraphEntity", "GraphRelation", "SearchLogEntry",
-    "ReembedResult", "ScopeCount",
+    "ReembedResult", "ScopeCount", "Mem0ImportResult", "import_mem0",
     "TASK_STATUSES", "FolderWatch", "IndexResult", "SkippedFile", "StartupContext", "StartupItem",
 }
 

@@ -365,33 +365,53 @@ def export(
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    source: Annotated[Path, typer.Argument(
-        exists=True, dir_okay=False, help="A memkit JSONL export or a mem0 get_all JSON.")],
+    source: Annotated[Path | None, typer.Argument(
+        exists=True, dir_okay=False, help="A memkit JSONL export or a mem0 get_all JSON.")] = None,
+    from_mem0: Annotated[Path | None, typer.Option(
+        "--from-mem0", exists=True, dir_okay=False,
+        help="Read a mem0 1.0.x store itself: this JSON file is its mem0 config (vector_store,"
+             " history_db_path).")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="With --from-mem0: report what would be imported, write nothing.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Load an export, keeping ids, timestamps and history (existing ids are skipped)."""
+    """Load an export, or a mem0 store, keeping ids, timestamps and history (existing ids are
+    skipped)."""
     from rich.console import Console
     from rich.progress import Progress
 
-    from memkit.cli._transfer import parse_export
+    from memkit.cli._transfer import import_from_mem0, parse_export
 
-    rows, errors = parse_export(source.read_text(encoding="utf-8"))
+    if (source is None) == (from_mem0 is None):
+        fail("give an export file, or --from-mem0 with a mem0 config file (not both)")
+    if from_mem0 is not None:
+        with _memory(ctx) as memory:
+            try:
+                report = import_from_mem0(memory, from_mem0, dry_run)
+            except (MemkitError, ImportError) as exc:
+                fail(str(exc))
+    else:
+        if dry_run:
+            fail("--dry-run goes with --from-mem0")
+        assert source is not None
+        rows, errors = parse_export(source.read_text(encoding="utf-8"))
+        with _memory(ctx) as memory, Progress(console=Console(stderr=True),
+                                              disable=as_json) as progress:
+            task = progress.add_task("importing", total=len(rows))
 
-    with _memory(ctx) as memory, Progress(console=Console(stderr=True),
-                                          disable=as_json) as progress:
-        task = progress.add_task("importing", total=len(rows))
+            def counted() -> Iterator[dict[str, Any]]:
+                for row in rows:
+                    yield row
+                    progress.advance(task)
 
-        def counted() -> Iterator[dict[str, Any]]:
-            for row in rows:
-                yield row
-                progress.advance(task)
-
-        report = memory.import_(counted())
-    report.errors[:0] = errors
+            report = memory.import_(counted())
+        report.errors[:0] = errors
     data = report.model_dump(mode="json")
 
     def render() -> None:
-        print(f"imported {report.imported}, skipped {report.skipped}")
+        verb = "would import" if dry_run else "imported"
+        print(f"{verb} {report.imported}, skipped {report.skipped}")
         for error in report.errors:
             print(f"  {error}", file=sys.stderr)
 

@@ -1,4 +1,4 @@
-"""Reading an export file: a memkit JSONL export or a mem0 ``get_all`` JSON.
+"""Reading an export file (a memkit JSONL export or a mem0 ``get_all`` JSON), or a mem0 store.
 
 The objects go to ``Memory.import_``, which validates and writes them.
 """
@@ -6,7 +6,26 @@ The objects go to ``Memory.import_``, which validates and writes them.
 from __future__ import annotations
 
 import json
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memkit._errors import ConfigError
+
+if TYPE_CHECKING:
+    from memkit import ImportResult, Memory
+
+
+def import_from_mem0(memory: Memory, config_file: Path, dry_run: bool) -> ImportResult:
+    """``memkit import --from-mem0 CONFIG``: the mem0 store a mem0 config file describes."""
+    from memkit import import_mem0
+
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{config_file}: not JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"{config_file}: expected a mem0 config object")
+    return import_mem0(memory, config, dry_run=dry_run)
 
 
 def parse_export(text: str) -> tuple[list[dict[str, Any]], list[str]]:
