@@ -191,6 +191,18 @@ class MemkitMemoryManager(MemoryManager):
         """Agno's agentic memory tool, async."""
         return _summary(await acall(self.memory, "add", task, **self._scope(user_id).ids, infer=True))
 
+    def optimize_memories(self, user_id: str | None = None, strategy: Any = None, apply: bool = True) -> Any:
+        """Refused: Agno's optimisation rewrites its own database. memkit's counterpart is
+        ``Memory.consolidate(user_id=..., dry_run=False)``, which merges near-duplicates and
+        keeps the others as past versions."""
+        raise MemkitError("optimize_memories is Agno's own store's; with memkit use "
+                          "memory.consolidate(user_id=..., dry_run=False)")
+
+    async def aoptimize_memories(self, user_id: str | None = None, strategy: Any = None,
+                                 apply: bool = True) -> Any:
+        """Refused, as :meth:`optimize_memories`."""
+        self.optimize_memories(user_id, strategy, apply)
+
     def _owned(self, memory_id: str, user_id: str | None) -> None:
         if self.get_user_memory(memory_id, user_id) is None:
             raise NotFoundError(f"no memory with id {memory_id!r}")

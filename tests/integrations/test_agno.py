@@ -14,7 +14,7 @@ from agno.db.schemas import UserMemory
 from agno.memory import MemoryManager
 from agno.models.message import Message
 
-from memkit import AsyncMemory, Memory, NotFoundError
+from memkit import AsyncMemory, MemkitError, Memory, NotFoundError
 from memkit.integrations.agno import MemkitMemoryManager, memory_tools
 from memkit.stores.memory import InMemoryStore
 from memkit.testing import HashEmbedder, ScriptedLLM
@@ -58,6 +58,8 @@ def test_it_is_agnos_memory_manager_over_memkit() -> None:
         manager.clear_user_memories(user_id="alice")
         assert manager.get_user_memories(user_id="alice") == []
         assert [m.memory for m in memory.get_all(user_id="bob").results] == ["Bob likes jazz"]
+        with pytest.raises(MemkitError, match="consolidate"):  # Agno's rewrite of its own store
+            manager.optimize_memories(user_id="bob")
 
 
 def test_runs_and_tasks_go_through_memkits_pipeline() -> None:
