@@ -27,10 +27,11 @@ from memkit._errors import (
 )
 
 if TYPE_CHECKING:
+    from memkit._async_memory import AsyncMemory
     from memkit._config import MemoryConfig
     from memkit._filters import And, Condition, Filter, Not, Or, parse_filter
     from memkit._mem0_import import Mem0ImportResult, import_mem0
-    from memkit._memory import AsyncMemory, Memory
+    from memkit._memory import Memory
     from memkit._models import (
         MEMORY_TYPES,
         TASK_STATUSES,
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Memory": "memkit._memory", "AsyncMemory": "memkit._memory",
+    "Memory": "memkit._memory", "AsyncMemory": "memkit._async_memory",
     "MemoryConfig": "memkit._config",
     "AddResult": "memkit._models", "HistoryList": "memkit._models", "HistoryRecord": "memkit._models",
     "DeleteResult": "memkit._models", "ExportedMemory": "memkit._models",

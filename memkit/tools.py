@@ -38,7 +38,8 @@ from memkit._toolspec import (
 )
 
 if TYPE_CHECKING:
-    from memkit._memory import AsyncMemory, Memory
+    from memkit._async_memory import AsyncMemory
+    from memkit._memory import Memory
 
 __all__ = [
     "TOOLS", "ChatMessage", "MemoryTools", "ToolSpec", "anthropic_tools", "openai_tools", "tool_spec",

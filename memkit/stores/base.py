@@ -34,6 +34,7 @@ from memkit._models import Event, HistoryRecord, MemoryEvent, MemoryItem
 from memkit._time import to_datetime
 
 if TYPE_CHECKING:
+    from memkit.graph.base import GraphStore
     from memkit.history.base import HistoryStore
 
 Vector = npt.NDArray[np.float32]
@@ -257,6 +258,8 @@ class VectorStore(ABC):
     #: whether the ``a*`` methods and :meth:`atransaction` use a native async client;
     #: otherwise an async write runs its whole transaction in one worker thread
     native_async: bool = False
+    #: where the default SQLite history goes when the store has none of its own
+    default_history_path: ClassVar[str] = "~/.memkit/history.db"
 
     def __init__(self) -> None:
         self._write_lock = WriteLock()
@@ -275,6 +278,17 @@ class VectorStore(ABC):
     @abstractmethod
     def reset(self) -> None:
         """Delete every record (the collection stays open)."""
+
+    # -- colocation: what the store keeps in its own file or database ------
+    def colocated_history(self) -> HistoryStore | None:
+        """The history kept beside the records and written in the store's own transactions,
+        or ``None`` (the default): ``Memory`` then builds the configured history store."""
+        return None
+
+    def colocated_graph(self) -> GraphStore | None:
+        """The knowledge graph kept beside the records, written in the store's own
+        transactions, or ``None`` (the default): ``Memory`` builds the configured one."""
+        return None
 
     # -- writes ----------------------------------------------------------
     @contextmanager

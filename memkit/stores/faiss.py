@@ -150,6 +150,9 @@ class FaissStore(VectorStore):
     def close(self) -> None:
         self._db.close()
 
+    def colocated_history(self) -> SQLiteHistory:
+        return self.history()
+
     def history(self) -> SQLiteHistory:
         """The history log in the records' file, written in the same transactions."""
         if self._history is None:

@@ -42,6 +42,7 @@ class InMemoryStore(VectorStore):
     """Records in a dict; brute-force cosine search and BM25 keyword search. Nothing persists."""
 
     provider = "memory"
+    default_history_path = ":memory:"
     supports_keyword = True
 
     def __init__(self, collection_name: str = "memkit") -> None:

@@ -613,6 +613,12 @@ class SQLiteStore(VectorStore):
             conn.execute(f"DELETE FROM {_META} WHERE name = ?", (shadow.collection_name,))
         shadow._close_graph(forget=True)
 
+    def colocated_history(self) -> SQLiteHistory:
+        return self.history()
+
+    def colocated_graph(self) -> SQLiteGraph:
+        return self.graph()
+
     def history(self) -> SQLiteHistory:
         """The history log in this file, written in the same transactions as the records."""
         if self._history is None:
