@@ -39,7 +39,8 @@ EMBEDDED_STORES = ("memory", "sqlite")
 #: graph backends (tests/graph) that need an engine
 _ENGINE_GRAPHS = frozenset({"postgres", "pgvector-postgres", "bolt", "neo4j"})
 #: the fixtures below that give an engine's address
-_ENGINE_FIXTURES = frozenset({"pg_dsn", "chroma_url", "qdrant_url"})
+#: ``browser`` (tests/ui): Chromium, which scripts/engines.sh installs like an engine
+_ENGINE_FIXTURES = frozenset({"pg_dsn", "chroma_url", "qdrant_url", "browser"})
 
 
 def in_ci() -> bool:

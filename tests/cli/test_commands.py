@@ -208,9 +208,39 @@ def test_serve_answers_and_refuses_public_host_without_keys(tmp_path: Path) -> N
             added = probe.post(f"http://127.0.0.1:{port}/v1/memories/",
                                json={"messages": "hi", "user_id": "u", "infer": False})
             assert added.status_code == 200
+            page = probe.get(f"http://127.0.0.1:{port}/ui/")
+            assert page.status_code == 200 and "content-security-policy" in page.headers
         finally:
             server.terminate()
             server.wait(10)
+
+
+def test_ui_prints_a_link_that_works_once(tmp_path: Path) -> None:
+    db = tmp_path / "u.db"
+    memkit(db, "add", "I like green tea", "-u", "alice", "--no-infer")
+    cmd = [sys.executable, "-m", "memkit.cli", "--store", "sqlite", "--path", str(db),
+           "--embedder", "hash", "ui"]
+    server = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True)
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        assert "works once" in line, line
+        url = line.split()[-1]
+        base, _, token = url.partition("/ui/#token=")
+        assert base.startswith("http://127.0.0.1:") and token
+        with httpx.Client(base_url=base, timeout=10) as probe:
+            assert probe.get("/ui/").status_code == 200
+            assert probe.get("/v1/stats/").status_code == 401  # the API wants the page's key
+            key = probe.post("/ui/session", headers={"Authorization": f"Bearer {token}"}).json()["key"]
+            stats = probe.get("/v1/stats/", headers={"Authorization": f"Bearer {key}"}).json()
+            assert stats["by_scope"] == [{"user_id": "alice", "agent_id": None, "run_id": None,
+                                          "memories": 1}]
+            again = probe.post("/ui/session", headers={"Authorization": f"Bearer {token}"})
+            assert again.status_code == 401
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 @pytest.mark.parametrize("command", [["mcp", "--help"], ["eval", "locomo", "--help"]])

@@ -98,19 +98,30 @@ def test_the_overview_draws_its_charts(page: Any) -> None:
     shot(page, "overview")
 
 
+def search(page: Any, query: str) -> Any:
+    """Search from the memories view; the first row of the results."""
+    page.fill("input[type=search]", query)
+    page.press("input[type=search]", "Enter")
+    return page.locator("table.list tbody tr").first
+
+
 def test_search_shows_scores_and_which_half_matched_then_opens_a_memory(page: Any, site: Site) -> None:
     page.click("nav >> text=Memories")
     expect(page.locator("#main h1")).to_contain_text("Memories of user alice")
     expect(page.locator("table.list tbody tr")).to_have_count(50)
     page.click("text=Older →")
     expect(page.locator(".pager")).to_contain_text("51–")
-    page.fill("input[type=search]", "green tea")
-    page.press("input[type=search]", "Enter")
-    first = page.locator("table.list tbody tr").first
+    first = search(page, "green tea")
     expect(first).to_contain_text("Alice likes green tea")
     expect(first.locator("td.matched")).to_contain_text("keyword")
     expect(first.locator("td.matched")).to_contain_text("vector")
     shot(page, "search")
+    expect(search(page, "Alice note")).to_contain_text("Alice note number")
+    expect(page.locator("table.list tbody tr")).to_have_count(20)
+    page.click("text=More →")
+    expect(page.locator(".pager")).to_contain_text("results 21–40")
+    first = search(page, "green tea")
+    expect(first).to_contain_text("Alice likes green tea")
     first.locator("a").click()
     expect(page.locator(".memory-text")).to_have_text("Alice likes green tea")
     expect(page.locator("dl.metadata")).to_contain_text("calm")
@@ -121,18 +132,23 @@ def test_filters_narrow_the_list(page: Any, site: Site) -> None:
     page.goto(page.url.split("#")[0] + "#/memories?type=preference")
     expect(page.locator("table.list tbody tr")).to_have_count(1)
     page.goto(page.url.split("#")[0] + "#/memories?meta=mood%3Dcalm")
+    expect(page.locator("textarea[name=meta]")).to_have_value("mood=calm")
     expect(page.locator("table.list tbody tr")).to_have_count(1)
     page.goto(page.url.split("#")[0] + "#/memories?min_importance=0.7")
+    expect(page.locator("input[name=min_importance]")).to_have_value("0.7")
     expect(page.locator("table.list tbody tr")).to_have_text(re.compile("green tea"))
+    page.goto(page.url.split("#")[0] + "#/memories?before=2000-01-01")
+    expect(page.locator(".pager")).to_contain_text("No memories")
 
 
-def open_memory(page: Any, id: str) -> None:
+def open_memory(page: Any, id: str, text: str) -> None:
     page.goto(page.url.split("#")[0] + f"#/memory/{id}")
-    expect(page.locator("#main h1")).to_contain_text("Memory")
+    expect(page.locator(".memory-text")).to_have_text(text)
+    expect(page.locator("dl.facts").first).to_contain_text(id)
 
 
 def test_edit_makes_a_new_version_and_revert_undoes_it(page: Any, site: Site) -> None:
-    open_memory(page, site.ids["bike"])
+    open_memory(page, site.ids["bike"], "Alice rides a red bike to work")
     page.click("button:text-is('Edit')")
     page.fill("textarea[aria-label='New text']", "Alice rides a blue bike to work")
     page.click("button:text-is('Save')")
@@ -151,14 +167,14 @@ def test_edit_makes_a_new_version_and_revert_undoes_it(page: Any, site: Site) ->
 
 
 def test_feedback_is_acknowledged(page: Any, site: Site) -> None:
-    open_memory(page, site.ids["tea"])
+    open_memory(page, site.ids["tea"], "Alice likes green tea")
     page.click("button:text-is('Useful')")
     expect(page.locator("#status")).to_contain_text("Marked useful")
 
 
 def test_delete_then_purge(page: Any, site: Site) -> None:
     doomed = remember(site.api, "Alice once owned a kite", user_id="alice")["id"]
-    open_memory(page, doomed)
+    open_memory(page, doomed, "Alice once owned a kite")
     page.click("button:text-is('Delete')")
     page.click("button:text-is('Delete it?')")
     expect(page.locator("#main h1")).to_have_text("Memory (no longer valid)")

@@ -19,18 +19,26 @@ const main = document.getElementById('main');
 const status = document.getElementById('status');
 const picker = document.getElementById('scope');
 const liveBadge = document.getElementById('live');
+const stale = document.getElementById('stale');
 
 const ctx = {
   scope: JSON.parse(sessionStorage.getItem(SCOPE) || 'null'),
   scopes: [],
   recent: [],
+  everyScope: null,
+  /** The statistics of every scope: those the scope list was read from, once, then fresh ones. */
+  statsOfEveryScope() {
+    const pending = this.everyScope || api('GET', '/v1/stats/');
+    this.everyScope = null;
+    return pending;
+  },
   view: null,
   /** The scope as query parameters (empty: every scope the key may see). */
   scopeQuery() {
     return {...(this.scope || {})};
   },
   go(hash) {
-    if (location.hash === hash) route(); else location.hash = hash;
+    if (location.hash === hash) route(); else location.hash = hash;  // hashchange draws it
   },
   say(message, kind = 'info') {
     status.hidden = !message;
@@ -47,9 +55,20 @@ let refreshTimer = null;
 let scopesTimer = null;
 let moved = false;
 
-async function route() {
+function interacting() {
+  const active = document.activeElement;
+  return main.contains(active) && active.matches('input, textarea, select, button');
+}
+
+/** Draw the view the hash names; a refresh (a change arrived) never redraws under someone's hands. */
+async function route(refresh = false) {
+  if (refresh && interacting()) {
+    stale.hidden = false;
+    return;
+  }
   const mine = ++generation;
   clearTimeout(refreshTimer);
+  stale.hidden = true;
   const [path, search] = location.hash.replace(/^#\/?/, '').split('?');
   const [name, ...rest] = (path || 'overview').split('/');
   const render = VIEWS[name] || VIEWS.overview;
@@ -66,8 +85,13 @@ async function route() {
   try {
     const handle = await render(ctx, root, arg, params);
     if (mine !== generation) return;
+    if (refresh && interacting()) {
+      stale.hidden = false;
+      return;
+    }
     ctx.view = handle || null;
     main.replaceChildren(root);
+    performance.mark(`memkit:${name}`);  // bench/ui.py reads when each view was drawn
     if (moved) root.querySelector('h1')?.focus();
     moved = true;
     document.title = `memkit · ${root.querySelector('h1')?.textContent || name}`;
@@ -80,7 +104,10 @@ async function route() {
 }
 
 async function loadScopes() {
-  const stats = await api('GET', '/v1/stats/');
+  const pending = api('GET', '/v1/stats/');
+  ctx.everyScope = pending;  // the overview of every scope reads the same figures once
+  const stats = await pending;
+  setTimeout(() => { if (ctx.everyScope === pending) ctx.everyScope = null; }, 2000);
   ctx.scopes = stats.by_scope.map(({user_id, agent_id, run_id}) =>
     Object.fromEntries(Object.entries({user_id, agent_id, run_id}).filter(([, v]) => v)));
   const key = JSON.stringify(ctx.scope);
@@ -121,8 +148,10 @@ function onEvent(event) {
   const handle = ctx.view;
   if (!handle?.refreshOn || !handle.refreshOn(event)) return;
   clearTimeout(refreshTimer);
-  refreshTimer = setTimeout(route, 250);
+  refreshTimer = setTimeout(() => route(true), 250);
 }
+
+document.getElementById('stale-refresh').addEventListener('click', () => route());
 
 function showLogin(reason) {
   document.getElementById('login-reason').textContent = reason;
@@ -151,19 +180,24 @@ async function start() {
       }
     }
   }
-  const info = await fetch('/ui/session', {credentials: 'omit'}).then(r => r.json());
-  if (info.keys && !getKey()) return showLogin('This server needs an API key.');
-  try {
-    await loadScopes();
-  } catch (error) {
-    if (error.status === 401) {
-      setKey(null);
-      return showLogin(error.message);
-    }
-    ctx.fail(error);
+  if (!getKey()) {
+    const info = await fetch('/ui/session', {credentials: 'omit'}).then(r => r.json());
+    if (info.keys) return showLogin('This server needs an API key.');
   }
-  window.addEventListener('hashchange', route);
-  await route();
+  const scopes = () => loadScopes().catch(error => {
+    if (error.status !== 401) return ctx.fail(error);
+    setKey(null);
+    showLogin(error.message);
+  });
+  window.addEventListener('hashchange', () => route());
+  if (ctx.scope === null) {  // a new tab learns the scopes first
+    await scopes();
+    if (!main.hidden) await route();
+  } else {  // a tab that knows its scope draws the view first
+    fillPicker();
+    await route();
+    await scopes();
+  }
   follow(onEvent, state => {
     liveBadge.textContent = state;
     liveBadge.className = `live ${state}`;

@@ -4,6 +4,7 @@ import {api} from '../api.js';
 import {fmtDate, fmtNum, h, inScope, scopeLabel} from '../dom.js';
 
 const PAGE = 50;
+const SEARCH_PAGE = 20;
 const MODES = ['hybrid', 'vector', 'keyword'];
 
 /** The filter of the form's fields (type, importance, time, metadata `key=value` lines). */
@@ -53,6 +54,7 @@ function form(ctx, params, types) {
     const next = new URLSearchParams();
     for (const [name, value] of new FormData(el)) if (value) next.set(name, value);
     if (!next.get('q')) next.delete('mode');
+    next.delete('offset');
     ctx.go(`#/memories?${next}`);
   });
   return el;
@@ -75,14 +77,14 @@ function table(head, rows) {
 
 async function search(ctx, params, filters) {
   const mode = params.get('mode') || 'hybrid';
-  const limit = Number(params.get('limit') || 20);
-  const ask = (m, n) => api('POST', '/v1/memories/search/', {body: {
-    query: params.get('q'), ...ctx.scopeQuery(), limit: n, mode: m, filters}});
+  const offset = Number(params.get('offset') || 0);
+  const ask = (m, limit, from = 0) => api('POST', '/v1/memories/search/', {body: {
+    query: params.get('q'), ...ctx.scopeQuery(), limit, offset: from, mode: m, filters}});
   // Which half matched: each half alone, deeper than the page, beside the hybrid ranking.
-  const deeper = Math.min(1000, limit * 5);
+  const deeper = Math.min(1000, (offset + SEARCH_PAGE) * 5);
   const [found, ...halves] = await Promise.all(mode === 'hybrid'
-    ? [ask(mode, limit), ask('vector', deeper), ask('keyword', deeper).catch(() => null)]
-    : [ask(mode, limit), null, null]);
+    ? [ask(mode, SEARCH_PAGE, offset), ask('vector', deeper), ask('keyword', deeper).catch(() => null)]
+    : [ask(mode, SEARCH_PAGE, offset), null, null]);
   const ranks = halves.map(half => half && new Map(half.results.map((m, i) => [m.id, [i + 1, m.score]])));
   const head = ['memory', 'score', ...(mode === 'hybrid' ? ['matched by'] : []),
                 'type', 'importance', 'confidence', 'created'];
@@ -95,11 +97,13 @@ async function search(ctx, params, filters) {
     return row(item, [h('td', {class: 'num'}, fmtNum(item.score, 3)),
                       mode === 'hybrid' ? h('td', {class: 'matched'}, matched) : null]);
   });
-  const more = new URLSearchParams(params);
-  more.set('limit', String(limit + 20));
-  return [h('p', {class: 'muted'}, `${found.results.length} results (${mode})`),
-          table(head, rows),
-          found.results.length === limit ? h('a', {class: 'button', href: `#/memories?${more}`}, 'More results') : null];
+  const at = n => { const p = new URLSearchParams(params); p.set('offset', String(n)); return `#/memories?${p}`; };
+  return [table(head, rows),
+          h('nav', {class: 'pager', 'aria-label': 'Pages'},
+            offset > 0 ? h('a', {class: 'button', href: at(Math.max(0, offset - SEARCH_PAGE))}, '← Better') : null,
+            h('span', {class: 'muted'}, found.results.length
+              ? `results ${offset + 1}–${offset + found.results.length} (${mode})` : 'No results'),
+            found.results.length === SEARCH_PAGE ? h('a', {class: 'button', href: at(offset + SEARCH_PAGE)}, 'More →') : null)];
 }
 
 async function list(ctx, params, filters) {

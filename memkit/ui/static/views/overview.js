@@ -13,7 +13,7 @@ function memoryHref(id) {
 export async function renderOverview(ctx, root) {
   const query = ctx.scopeQuery();
   const [stats, newest] = await Promise.all([
-    api('GET', '/v1/stats/', {query}),
+    ctx.scope ? api('GET', '/v1/stats/', {query}) : ctx.statsOfEveryScope(),
     ctx.scope ? api('GET', '/v1/memories/', {query: {...query, limit: 8}}) : null,
   ]);
   const states = Object.entries(stats.by_state).map(([state, n]) =>

@@ -4,6 +4,7 @@ import {api} from '../api.js';
 import {fmtDate, h, inScope, scopeLabel} from '../dom.js';
 
 const STATUSES = ['open', 'in_progress', 'done', 'cancelled'];
+const LANE = 100;  // the newest of each status
 
 export async function renderTasks(ctx, root) {
   root.append(h('h1', {tabindex: -1}, ctx.scope ? `Tasks of ${scopeLabel(ctx.scope)}` : 'Tasks'));
@@ -11,7 +12,8 @@ export async function renderTasks(ctx, root) {
     root.append(h('p', {}, 'Pick a scope above to see its tasks.'));
     return null;
   }
-  const found = await api('GET', '/v1/tasks/', {query: {...ctx.scopeQuery(), limit: 1000}});
+  const lanes = await Promise.all(STATUSES.map(status =>
+    api('GET', '/v1/tasks/', {query: {...ctx.scopeQuery(), status, limit: LANE}})));
   const change = (task, select) => async () => {
     try {
       await api('PUT', `/v1/tasks/${encodeURIComponent(task.id)}/`, {body: {status: select.value}});
@@ -19,10 +21,10 @@ export async function renderTasks(ctx, root) {
       ctx.go('#/tasks');
     } catch (error) { ctx.fail(error); }
   };
-  const board = h('div', {class: 'board'}, STATUSES.map(status => {
-    const tasks = found.results.filter(t => (t.metadata.status || 'open') === status);
+  const board = h('div', {class: 'board'}, STATUSES.map((status, i) => {
+    const tasks = lanes[i].results;
     return h('section', {class: 'lane', 'aria-label': status},
-      h('h2', {}, `${status.replace('_', ' ')} (${tasks.length})`),
+      h('h2', {}, `${status.replace('_', ' ')} (${tasks.length === LANE ? `newest ${LANE}` : tasks.length})`),
       h('ul', {}, tasks.map(task => {
         const select = h('select', {'aria-label': `Status of: ${task.memory}`},
                          STATUSES.map(s => h('option', {value: s}, s.replace('_', ' '))));
@@ -32,6 +34,6 @@ export async function renderTasks(ctx, root) {
                  h('div', {class: 'row'}, select, h('span', {class: 'muted'}, fmtDate(task.created_at))));
       })));
   }));
-  root.append(found.results.length ? board : h('p', {class: 'muted'}, 'No tasks in this scope.'));
+  root.append(lanes.some(lane => lane.results.length) ? board : h('p', {class: 'muted'}, 'No tasks in this scope.'));
   return {refreshOn: event => inScope(ctx.scope, event)};
 }
