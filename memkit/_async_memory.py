@@ -101,13 +101,14 @@ class AsyncMemory(Client):
         graph: bool | None = None,
         scopes: Sequence[Mapping[str, str | None]] | None = None,
         offset: int = 0,
+        rerank: bool = False,
     ) -> SearchResult:
         """See :meth:`Memory.search`."""
         return await self._runtime.arun(requests.search(
             self._settings, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
             filters=filters, threshold=threshold, mode=mode, top_k=top_k, as_of=as_of,
             include_expired=include_expired, min_confidence=min_confidence, graph=graph,
-            scopes=scopes, offset=offset))
+            scopes=scopes, offset=offset, rerank=rerank))
 
     async def get(self, memory_id: str) -> MemoryItem | None:
         """See :meth:`Memory.get`."""
@@ -359,6 +360,8 @@ class AsyncMemory(Client):
             await self._runtime.arun(flush_flow(self._settings.lifecycle))
         finally:
             await self._runtime.aclose()
+            if self._reranker is not None:
+                await asyncio.to_thread(self._reranker.close)
 
 
     async def __aenter__(self) -> AsyncMemory:

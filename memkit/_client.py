@@ -8,7 +8,13 @@ from datetime import datetime
 from os import PathLike, fspath
 from typing import Any, Self
 
-from memkit._config import GraphStoreConfig, MemoryConfig, default_llm_config, load_config
+from memkit._config import (
+    GraphStoreConfig,
+    MemoryConfig,
+    RerankerConfig,
+    default_llm_config,
+    load_config,
+)
 from memkit._errors import ConfigError
 from memkit._hints import check_options, unknown_provider
 from memkit._imports import load_object
@@ -21,6 +27,7 @@ from memkit._pipeline.features.notes import NOTE_FILES
 from memkit._pipeline.requests import Settings
 from memkit._pipeline.runtime import Runtime
 from memkit._pipeline.search.flow import SearchSettings
+from memkit._pipeline.search.rerank import rerank_handlers
 from memkit._time import utcnow
 from memkit.embeddings import PROVIDERS as EMBEDDERS
 from memkit.embeddings.base import Embedder
@@ -30,6 +37,8 @@ from memkit.history import PROVIDERS as HISTORIES
 from memkit.history.base import HistoryStore
 from memkit.llms import PROVIDERS as LLMS
 from memkit.llms.base import LLM
+from memkit.rerankers import PROVIDERS as RERANKERS
+from memkit.rerankers.base import Reranker
 from memkit.stores import PROVIDERS as STORES
 from memkit.stores.base import VectorStore
 
@@ -43,6 +52,14 @@ def _build(kind: str, registry: dict[str, str], provider: str, options: dict[str
         return cls(**options)
     except TypeError as exc:
         raise ConfigError(f"invalid {kind} config for {provider!r}: {exc}") from exc
+
+
+def _default_reranker(cfg: RerankerConfig, llm: LLM) -> Reranker:
+    """The configured reranker; the LLM reranker without a model uses the memory's LLM."""
+    options = dict(cfg.config)
+    if cfg.provider == "llm" and "model" not in options:
+        options["llm"] = llm
+    return _build("reranker", RERANKERS, cfg.provider, options)  # type: ignore[no-any-return]
 
 
 class Client:
@@ -61,6 +78,7 @@ class Client:
         history: HistoryStore | None = None,
         clock: Callable[[], datetime] | None = None,
         graph_store: GraphStore | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         cfg = load_config(config)
         self.config = cfg
@@ -78,8 +96,12 @@ class Client:
         life = cfg.lifecycle
         #: accesses and add counts: the lifecycle feature's state
         self._state = LifecycleState(life.flush_every)
-        self._runtime = Runtime(llm, embedder, vector_store, history, graph_store,
-                                handlers={**self._state.handlers(), **NOTE_FILES})
+        if reranker is None and cfg.reranker is not None:
+            reranker = _default_reranker(cfg.reranker, llm)
+        #: what search(rerank=True) reorders with (closed with the client)
+        self._reranker = reranker
+        self._runtime = Runtime(llm, embedder, vector_store, history, graph_store, handlers={
+            **self._state.handlers(), **NOTE_FILES, **rerank_handlers(reranker)})
         graph_cfg = cfg.graph_store or GraphStoreConfig()
         self._settings = Settings(
             config=cfg, clock=clock or utcnow,
@@ -93,6 +115,7 @@ class Client:
                 graph_store.joins(vector_store), graph_cfg.entity_threshold),
             graph_depth=graph_cfg.search_depth,
             keyword_search=vector_store.supports_keyword,
+            rerank_candidates=(cfg.reranker or RerankerConfig()).candidates,
         )
 
     @staticmethod
@@ -161,3 +184,5 @@ class Client:
             self._runtime.run(flush_flow(self._settings.lifecycle))
         finally:
             self._runtime.close()
+            if self._reranker is not None:
+                self._reranker.close()

@@ -92,6 +92,18 @@ class SearchConfig(_Section):
     candidates (1 keeps every word; docs/pipeline.md)."""
 
 
+class RerankerConfig(_Section):
+    """``provider``: "litellm" (any reranker ``litellm.rerank`` serves: Cohere, Jina,
+    Voyage, ...; ``config.model`` such as ``"cohere/rerank-english-v3.0"``), "llm" (one
+    listwise LLM call; ``config.model``, else the memory's LLM) or "onnx" (a local
+    cross-encoder; ``config.path``: a folder with ``model.onnx`` and ``tokenizer.json``).
+    ``candidates``: how many search results ``search(rerank=True)`` reorders."""
+
+    provider: str = "litellm"
+    config: dict[str, Any] = Field(default_factory=dict)
+    candidates: int = Field(default=20, ge=1, le=1000)
+
+
 class LifecycleConfig(_Section):
     """Confidence decay and reinforcement (``docs/lifecycle.md``)."""
 
@@ -142,6 +154,8 @@ class MemoryConfig(_Section):
     candidates_per_fact: int = Field(default=5, ge=1, le=50)
     graph_store: GraphStoreConfig | None = None
     """Graph memory: entities and relations beside the memories (off when None)."""
+    reranker: RerankerConfig | None = None
+    """What ``search(rerank=True)`` reorders the results with (none when None)."""
     on_error: Literal["raise", "degrade"] = "raise"
     """What ``add`` does when the LLM or the embedder fails: raise (the default), or
     "degrade": return what could be done, with every failure in ``AddResult.errors``."""
@@ -155,7 +169,7 @@ class MemoryConfig(_Section):
     def _from_mem0(cls, value: Any) -> Any:
         return translate(value) if isinstance(value, dict) else value
 
-    @field_validator("llm", "embedder", "vector_store", "graph_store", mode="before")
+    @field_validator("llm", "embedder", "vector_store", "graph_store", "reranker", mode="before")
     @classmethod
     def _provider_string(cls, value: Any) -> Any:
         return {"provider": value} if isinstance(value, str) else value

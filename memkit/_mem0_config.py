@@ -41,13 +41,18 @@ BASE_URL_KEYS = ("openai_base_url", "ollama_base_url", "anthropic_base_url", "de
 
 TOP_LEVEL = frozenset({"history_db_path", "version", "custom_fact_extraction_prompt",
                        "custom_update_memory_prompt", "custom_prompt", "enable_graph",
-                       "custom_instructions", "reranker"})
+                       "custom_instructions"})
+#: mem0's reranker providers (memkit's are litellm, llm and onnx)
+MEM0_RERANKERS = frozenset({"cohere", "sentence_transformer", "huggingface", "llm_reranker",
+                            "zero_entropy"})
 VERSIONS = frozenset({"v1.1"})
 
 
 def is_mem0(config: Mapping[str, Any]) -> bool:
     """Whether ``config`` uses a key or provider name that only mem0 has."""
     if TOP_LEVEL & config.keys():
+        return True
+    if _provider(config.get("reranker")) in MEM0_RERANKERS:
         return True
     return any(
         _provider(config.get(section)) in names
@@ -66,9 +71,9 @@ def translate(config: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"version: memkit returns mem0's v1.1 shape ({{'results': [...]}}), not {version!r}")
     if config.get("enable_graph") and not config.get("graph_store"):
         raise ConfigError("enable_graph: give graph_store too (provider sqlite, postgres or neo4j)")
-    if config.get("reranker") is not None:
-        raise ConfigError("reranker: memkit has no reranker stage; its hybrid search "
-                          "(config search.mode) fuses vector and keyword ranks instead")
+    reranker = _section(config, "reranker")
+    if reranker is not None and reranker[1] in MEM0_RERANKERS:
+        out["reranker"] = _reranker(*reranker)
     if config.get("custom_instructions") is not None:
         raise ConfigError("custom_instructions: memkit takes a whole extraction prompt instead; "
                           "put your instructions into custom_fact_extraction_prompt")
@@ -93,6 +98,25 @@ def translate(config: Mapping[str, Any]) -> dict[str, Any]:
     if store is not None:
         out["vector_store"] = _store(*store, out.get("embedder"))
     return out
+
+
+def _reranker(name: str, provider: str, options: dict[str, Any]) -> dict[str, Any]:
+    """mem0's Cohere reranker as litellm's; the others name memkit's way to the same."""
+    if provider == "cohere":
+        unknown = set(options) - {"model", "api_key"}
+        if unknown:
+            raise ConfigError(f"{name}.config.{sorted(unknown)[0]}: memkit's rerankers take "
+                              "model and api_key (search(limit=...) sets how many results come back)")
+        model = str(options.get("model") or "rerank-english-v3.0")
+        config = {"model": model if "/" in model else f"cohere/{model}"}
+        if options.get("api_key"):
+            config["api_key"] = str(options["api_key"])
+        return {"provider": "litellm", "config": config}
+    instead = ('provider "llm" (one listwise call; config.model)' if provider == "llm_reranker"
+               else 'provider "onnx" with config.path: a folder holding a cross-encoder exported '
+               'to ONNX and its tokenizer.json' if provider in ("sentence_transformer", "huggingface")
+               else 'provider "litellm" (any reranker litellm serves)')
+    raise ConfigError(f"{name}: memkit has no {provider!r} reranker; use {instead}")
 
 
 def _provider(section: Any) -> str | None:

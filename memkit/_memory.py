@@ -117,6 +117,7 @@ class Memory(Client):
         graph: bool | None = None,
         scopes: Sequence[Mapping[str, str | None]] | None = None,
         offset: int = 0,
+        rerank: bool = False,
     ) -> SearchResult:
         """Memories of the scope most relevant to ``query``, highest score first.
 
@@ -136,13 +137,15 @@ class Memory(Client):
         ``scopes=[{"user_id": "alice"}, {"agent_id": "shared"}]``; never without it.
         ``offset`` skips that many results of the query's order: keep ``limit`` and step
         ``offset`` by it to read page after page, none twice, none skipped (see
-        ``docs/pipeline.md``, "Paging").
+        ``docs/pipeline.md``, "Paging"). ``rerank=True`` reorders the best
+        ``reranker.candidates`` results with the configured reranker (config
+        ``reranker``), whose scores they then carry; ``threshold`` applies before.
         """
         return self._runtime.run(requests.search(
             self._settings, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
             filters=filters, threshold=threshold, mode=mode, top_k=top_k, as_of=as_of,
             include_expired=include_expired, min_confidence=min_confidence, graph=graph,
-            scopes=scopes, offset=offset))
+            scopes=scopes, offset=offset, rerank=rerank))
 
     def get(self, memory_id: str) -> MemoryItem | None:
         """The memory with this id if it is valid now, or ``None`` (see :meth:`versions`)."""

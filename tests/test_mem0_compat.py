@@ -260,7 +260,8 @@ def test_mem0_pgvector_and_chroma_configs() -> None:
 @pytest.mark.parametrize(("config", "named"), [
     ({"llm": {"provider": "openai", "config": {"model": "gpt-4o", "frobnicate": 1}}}, "llm.config.frobnicate"),
     ({"version": "v1.0"}, "version"),
-    ({"reranker": {"provider": "cohere", "config": {}}}, "reranker"),
+    ({"reranker": {"provider": "sentence_transformer", "config": {}}}, "reranker"),
+    ({"reranker": {"provider": "cohere", "config": {"top_n": 3}}}, "reranker.config.top_n"),
     ({"custom_instructions": "Only food"}, "custom_instructions"),
     ({"vector_store": {"provider": "pgvector", "config": {"diskann": True, "dbname": "x"}}},
      "vector_store.config.diskann"),
@@ -271,6 +272,13 @@ def test_mem0_pgvector_and_chroma_configs() -> None:
 def test_unknown_or_unsupported_keys_name_the_key(config: dict[str, Any], named: str) -> None:
     with pytest.raises(ValueError, match=named.replace(".", r"\.")):
         MemoryConfig.model_validate(config)
+
+
+def test_mem0s_cohere_reranker_is_litellms() -> None:
+    config = MemoryConfig.model_validate({"reranker": {"provider": "cohere", "config": {
+        "model": "rerank-english-v3.0", "api_key": "k"}}})
+    assert config.reranker is not None and config.reranker.provider == "litellm"
+    assert config.reranker.config == {"model": "cohere/rerank-english-v3.0", "api_key": "k"}
 
 
 def test_from_config_builds_a_working_memory(tmp_path: Path) -> None:

@@ -37,6 +37,15 @@ class Embed:
 
 
 @dataclass(frozen=True, slots=True)
+class Rerank:
+    """-> Ranking: ``(index, score)`` of every document, best first, by the configured
+    reranker"""
+
+    query: str
+    documents: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Search:
     """-> list[Hit]"""
 
@@ -249,7 +258,7 @@ Effect: TypeAlias = (
     Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction | ReadHistory
     | ReadEvent | ResetStore | ResetHistory | NoteAccess | TakeAccesses
     | CountAdds | GraphCall | Monotonic | LogSearch | ReadSearchLog
-    | OpenShadow | DropShadow | UseEmbedder | OnShadow | ReadNotes | AppendLog
+    | OpenShadow | DropShadow | UseEmbedder | OnShadow | ReadNotes | AppendLog | Rerank
 )
 WriteEffect: TypeAlias = (
     ListRecords | Insert | Update | Delete | AppendHistory | GraphCall | OnShadow | Switch

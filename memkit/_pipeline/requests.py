@@ -71,6 +71,7 @@ from memkit._pipeline.memories import (
 )
 from memkit._pipeline.search.flow import SearchMode, SearchSettings, search_flow
 from memkit._pipeline.search.paging import offset_of, paged_flow
+from memkit._pipeline.search.rerank import reranked_flow
 from memkit._pipeline.search.scopes import any_scope, scopes_of
 from memkit._pipeline.write.versions import valid_at
 from memkit._time import to_iso
@@ -96,6 +97,8 @@ class Settings:
     graph_depth: int
     #: whether the vector store has keyword search
     keyword_search: bool
+    #: how many results search(rerank=True) hands the reranker
+    rerank_candidates: int = 20
 
     def now(self) -> str:
         return to_iso(self.clock())
@@ -187,6 +190,7 @@ def search(
     graph: bool | None = None,
     scopes: Sequence[Mapping[str, str | None]] | None = None,
     offset: int = 0,
+    rerank: bool = False,
 ) -> Flow[SearchResult]:
     if scopes is None:
         scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
@@ -204,13 +208,16 @@ def search(
         if graphed else None
 
     def ranked(window: int, vector: Vector | None, life: Lifecycle) -> Flow[SearchResult]:
-        search = partial(search_flow, query, selection, window, threshold, mode,
+        pool = max(window, s.rerank_candidates) if rerank else window
+        search = partial(search_flow, query, selection, pool, threshold, mode,
                          s.search, s.keyword_search, life,
                          now, min_confidence)
         if graph_scope is None:
-            return search(vector=vector)
-        return graph_search_flow(lambda given: search(vector=given), query, graph_scope,
-                                 selection, s.graph_depth, window, vector)
+            flow = search(vector=vector)
+        else:
+            flow = graph_search_flow(lambda given: search(vector=given), query, graph_scope,
+                                     selection, s.graph_depth, pool, vector)
+        return reranked_flow(flow, query, window) if rerank else flow
 
     keyword_only = (mode or s.search.mode) == "keyword" and not graphed
     flow = paged_flow(ranked, query, offset_of(offset), limit, s.lifecycle, now,
