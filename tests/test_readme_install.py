@@ -107,9 +107,27 @@ def test_readme_blocks_in_a_fresh_venv(checkout: Path, tmp_path: Path) -> None:
                 assert server.poll() is None and time.monotonic() < deadline
                 time.sleep(0.2)
         assert spec.status_code == 200 and "/v1/memories/" in spec.text
+        assert httpx.get(f"http://127.0.0.1:{port}/ui/").status_code == 200
     finally:
         server.terminate()
         server.wait(10)
+
+    # memkit ui: its link serves the installed wheel's files and works once.
+    ui = next(line for line in servers if line.startswith("memkit ui"))
+    dashboard = subprocess.Popen(["bash", "-c", ui], cwd=checkout, env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert dashboard.stdout is not None
+        base, _, token = dashboard.stdout.readline().split()[-1].partition("/ui/#token=")
+        for name in ("", "app.js", "views/graph.js", "app.css"):
+            assert httpx.get(f"{base}/ui/{name}").status_code == 200, name
+        key = httpx.post(f"{base}/ui/session", headers={"Authorization": f"Bearer {token}"}).json()["key"]
+        listed = httpx.get(f"{base}/v1/memories/", params={"user_id": "alice"},
+                           headers={"Authorization": f"Bearer {key}"})
+        assert "I prefer dark mode" in listed.text
+    finally:
+        dashboard.terminate()
+        dashboard.wait(10)
 
     mcp = next(line for line in servers if line.startswith("memkit mcp"))
     hello = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
