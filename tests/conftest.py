@@ -29,6 +29,7 @@ ENGINES = {
     "MEMKIT_TEST_CHROMA_URL": "scripts/test.sh starts a Chroma server",
     "MEMKIT_TEST_QDRANT_URL": "point it at a Qdrant server; none can be installed here",
     "MEMKIT_TEST_BOLT_URL": "scripts/test.sh starts a Bolt server (FalkorDB)",
+    "MEMKIT_TEST_REDIS_URL": "scripts/test.sh starts Redis with its search module",
     "MEMKIT_TEST_NEO4J_URL": "point it at a Neo4j 5 server (bolt://...) for the tests that"
     " need real transactions; none can be installed here",
 }
@@ -40,7 +41,7 @@ EMBEDDED_STORES = ("memory", "sqlite")
 _ENGINE_GRAPHS = frozenset({"postgres", "pgvector-postgres", "bolt", "neo4j"})
 #: the fixtures below that give an engine's address
 #: ``browser`` (tests/ui): Chromium, which scripts/engines.sh installs like an engine
-_ENGINE_FIXTURES = frozenset({"pg_dsn", "chroma_url", "qdrant_url", "browser"})
+_ENGINE_FIXTURES = frozenset({"pg_dsn", "chroma_url", "qdrant_url", "redis_url", "browser"})
 
 
 def in_ci() -> bool:
@@ -76,6 +77,11 @@ def pg_dsn() -> str:
 @pytest.fixture
 def chroma_url() -> str:
     return engine_address("MEMKIT_TEST_CHROMA_URL")
+
+
+@pytest.fixture
+def redis_url() -> str:
+    return engine_address("MEMKIT_TEST_REDIS_URL")
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Server addresses from the environment (``QDRANT_*``, ``CHROMA_*``, ``NEO4J_*``): used
+"""Server addresses from the environment (``QDRANT_*``, ``CHROMA_*``, ``NEO4J_*``,
+``REDIS_URL``): used
 when the config names no place, never over an explicit one."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from tests.conftest import engine_address, unique_name
 
 _VARIABLES = ("QDRANT_URL", "QDRANT_HOST", "QDRANT_PORT", "QDRANT_API_KEY", "CHROMA_URL",
               "CHROMA_HOST", "CHROMA_PORT", "NEO4J_URI", "NEO4J_URL", "NEO4J_USERNAME",
-              "NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE")
+              "NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE", "REDIS_URL")
 
 
 @pytest.fixture(autouse=True)
@@ -99,3 +100,16 @@ def test_a_port_that_is_not_a_number_is_a_config_error(monkeypatch: pytest.Monke
     monkeypatch.setenv("QDRANT_PORT", "sixty")
     with pytest.raises(ConfigError, match="QDRANT_PORT='sixty' is not a port number"):
         _memory({"provider": "qdrant"})
+
+
+def test_redis_url_from_the_environment_unless_given(monkeypatch: pytest.MonkeyPatch,
+                                                    redis_url: str) -> None:
+    from memkit.stores.redis import RedisStore
+
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    name = unique_name("envredis")
+    with _memory({"provider": "redis", "config": {"collection_name": name}}) as m:
+        m.add("Likes rye bread", user_id="alice", infer=False)
+        assert [i.memory for i in m.get_all(user_id="alice").results] == ["Likes rye bread"]
+        m.vector_store.reset()
+    assert RedisStore(url="redis://127.0.0.1:1").url == "redis://127.0.0.1:1"

@@ -12,6 +12,7 @@ PROVIDERS: dict[str, str] = {
     "milvus": "memkit.stores.milvus:MilvusStore",
     "lancedb": "memkit.stores.lancedb:LanceDBStore",
     "faiss": "memkit.stores.faiss:FaissStore",
+    "redis": "memkit.stores.redis:RedisStore",
 }
 
 __all__ = ["PROVIDERS", "STORES", "Hit", "Record", "StoreInfo", "VectorStore", "WriteBatch", "extras_list",

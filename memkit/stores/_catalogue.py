@@ -45,6 +45,9 @@ STORES: dict[str, StoreInfo] = {
     "faiss": StoreInfo(
         "FAISS", "faiss", "an index file plus a SQLite file beside it",
         "an embedded exact index you can copy around as files"),
+    "redis": StoreInfo(
+        "Redis (search)", "redis", "a Redis server with its search module (Redis 8, or Redis Stack)",
+        "you already run Redis 8 or Redis Stack"),
 }
 
 

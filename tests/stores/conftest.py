@@ -127,6 +127,21 @@ def _reopen_faiss(store: VectorStore) -> VectorStore:
     return FaissStore(store.path, collection_name=store.collection_name)
 
 
+def _redis(tmp: pytest.TempPathFactory, name: str) -> VectorStore:
+    from memkit.stores.redis import RedisStore
+    from tests.conftest import engine_address, unique_name
+
+    return RedisStore(engine_address("MEMKIT_TEST_REDIS_URL"),
+                      collection_name=unique_name(f"{name}-{uuid.uuid4().hex[:8]}"))
+
+
+def _reopen_redis(store: VectorStore) -> VectorStore:
+    from memkit.stores.redis import RedisStore
+
+    assert isinstance(store, RedisStore)
+    return RedisStore(store.url, collection_name=store.collection_name)
+
+
 def _milvus(tmp: pytest.TempPathFactory, name: str) -> VectorStore:
     from memkit.stores.milvus import MilvusStore
 
@@ -167,6 +182,7 @@ FACTORIES: dict[str, StoreFactory] = {
     "lancedb": StoreFactory(_lancedb, reopen=_reopen_lancedb),
     "milvus": StoreFactory(_milvus, reopen=_reopen_milvus),
     "faiss": StoreFactory(_faiss, reopen=_reopen_faiss),
+    "redis": StoreFactory(_redis, reopen=_reopen_redis),
 }
 
 
