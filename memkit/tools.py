@@ -57,6 +57,16 @@ Surface = Annotated[Literal["startup"] | None, Field(description=(
 AsOf = Annotated[str | None, Field(description=(
     "Optional ISO 8601 time: answer with what was valid then (past versions included) "
     'instead of now, e.g. "2025-03-15".'))]
+ExpiresAt = Annotated[str | None, Field(description=(
+    "Optional ISO 8601 time after which the memory is hidden."))]
+MemoryType = Annotated[str | None, Field(description=(
+    'Optional kind, e.g. "task" (a to-do with a status, open at first), "preference", '
+    '"decision", "fact".'))]
+Importance = Annotated[float | None, Field(ge=0, le=1, description=(
+    "Optional importance from 0 to 1."))]
+IncludeExpired = Annotated[bool, Field(description="true: expired memories too.")]
+Metadata = Annotated[dict[str, Any] | None, Field(
+    description="Optional labels merged into the memory's metadata.")]
 
 
 class ChatMessage(BaseModel):
@@ -79,9 +89,9 @@ class _AddMemoryArgs(Args):
         "false: store the text verbatim, no LLM call."))] = True
     dry_run: Annotated[bool, Field(description=(
         "true: only report what would change; nothing is stored."))] = False
-    memory_type: Annotated[str | None, Field(description=(
-        'Optional kind, e.g. "task" (a to-do with a status, open at first), "preference", '
-        '"decision", "fact".'))] = None
+    memory_type: MemoryType = None
+    importance: Importance = None
+    expires_at: ExpiresAt = None
     surface: Surface = None
 
 
@@ -97,7 +107,15 @@ class _SearchMemoriesArgs(Args):
     filters: Filters = None
     threshold: Annotated[float | None, Field(
         ge=0, le=1, description="Drop results scoring below this (0..1).")] = None
+    mode: Annotated[Literal["hybrid", "vector", "keyword"] | None, Field(description=(
+        "hybrid (default where the store has keyword search), vector or keyword."))] = None
+    min_confidence: Annotated[float | None, Field(ge=0, le=1, description=(
+        "Drop memories whose confidence is below this (0..1)."))] = None
     as_of: AsOf = None
+    include_expired: IncludeExpired = False
+    graph: Annotated[bool | None, Field(description=(
+        "Expand through the entities the query names (default: on with a graph store)."))
+                     ] = None
 
 
 class _MemoryIdArgs(Args):
@@ -111,6 +129,7 @@ class _ListMemoriesArgs(Args):
     filters: Filters = None
     limit: Annotated[int, Field(ge=1, le=1000, description="How many at most.")] = 100
     as_of: AsOf = None
+    include_expired: IncludeExpired = False
     surface: Annotated[Literal["startup"] | None, Field(description=(
         '"startup": only the memories marked for the startup briefing.'))] = None
 
@@ -135,18 +154,26 @@ class _IndexFolderArgs(Args):
     user_id: UserId = None
     agent_id: AgentId = None
     run_id: RunId = None
+    max_file_bytes: Annotated[int, Field(ge=1, description=(
+        "Files larger than this are skipped."))] = 100_000
 
 
 class _UpdateMemoryArgs(Args):
     memory_id: MemoryId
-    text: Annotated[str, Field(min_length=1, description="The memory's new text.")]
-    metadata: Annotated[dict[str, Any] | None, Field(
-        description="Optional labels merged into the memory's metadata.")] = None
+    text: Annotated[str | None, Field(min_length=1, description=(
+        "The memory's new text (leave out to change only the other fields)."))] = None
+    metadata: Metadata = None
+    expires_at: ExpiresAt = None
+    memory_type: MemoryType = None
+    importance: Importance = None
+    surface: Surface = None
 
 
 class _SupersedeArgs(Args):
     memory_id: MemoryId
     text: Annotated[str, Field(min_length=1, description="The text that replaces it.")]
+    metadata: Metadata = None
+    expires_at: ExpiresAt = None
 
 
 class _RevertArgs(Args):
@@ -160,11 +187,24 @@ class _DeleteAllMemoriesArgs(Args):
     filters: Filters = None
 
 
+class _PruneArgs(ScopeArgs):
+    below: Annotated[float, Field(ge=0, le=1, description=(
+        "Forget memories whose confidence is below this."))] = 0.05
+    dry_run: Annotated[bool, Field(description=(
+        "true (default): only report them; false: forget them."))] = True
+    filters: Filters = None
+
+
+class _StatsArgs(ScopeArgs):
+    filters: Filters = None
+
+
 class _ConsolidateArgs(ScopeArgs):
     threshold: Annotated[float | None, Field(gt=0, le=1, description=(
         "Cosine similarity from which memories are near-duplicates (default 0.9)."))] = None
     dry_run: Annotated[bool, Field(description=(
         "true (default): only report the clusters; false: merge them."))] = True
+    filters: Filters = None
 
 
 class _FeedbackArgs(Args):
@@ -174,17 +214,21 @@ class _FeedbackArgs(Args):
 
 
 
+def _kwargs(a: BaseModel, scope: Json, *positional: str) -> Json:
+    """Every argument but the positional ones, as keywords, in the call's scope: a field
+    added to a tool's arguments reaches its Memory method without another edit."""
+    fields = {n: getattr(a, n) for n in type(a).model_fields
+              if n not in positional and n not in SCOPE_FIELDS}
+    return {**(scope if set(SCOPE_FIELDS) <= set(type(a).model_fields) else {}), **fields}
+
+
 def _plan_add(a: _AddMemoryArgs, scope: Json) -> Plan:
     messages = a.content if isinstance(a.content, str) else [m.model_dump() for m in a.content]
-    return single("add", (messages,), {**scope, "metadata": a.metadata, "infer": a.infer,
-                                "dry_run": a.dry_run, "memory_type": a.memory_type,
-                                "surface": a.surface}, dump)
+    return single("add", (messages,), _kwargs(a, scope, "content"))
 
 
 def _plan_search(a: _SearchMemoriesArgs, scope: Json) -> Plan:
-    return single("search", (a.query,), {**scope, "limit": a.limit, "offset": a.offset,
-                                  "filters": a.filters,
-                                  "threshold": a.threshold, "as_of": a.as_of}, dump)
+    return single("search", (a.query,), _kwargs(a, scope, "query"))
 
 
 def _plan_get(a: _MemoryIdArgs, scope: Json) -> Plan:
@@ -196,24 +240,23 @@ def _plan_get(a: _MemoryIdArgs, scope: Json) -> Plan:
 
 
 def _plan_list(a: _ListMemoriesArgs, scope: Json) -> Plan:
-    return single("get_all", (), {**scope, "filters": a.filters, "limit": a.limit, "as_of": a.as_of,
-                           "surface": a.surface}, dump)
+    return single("get_all", (), _kwargs(a, scope))
 
 
 def _plan_task_update(a: _TaskUpdateArgs, scope: Json) -> Plan:
-    return single("update_task", (a.memory_id,), {"status": a.status}, dump)
+    return single("update_task", (a.memory_id,), {"status": a.status})
 
 
 def _plan_startup(a: _StartupArgs, scope: Json) -> Plan:
-    return single("startup_context", (), {**scope, "budget_tokens": a.budget_tokens}, dump)
+    return single("startup_context", (), _kwargs(a, scope))
 
 
 def _plan_index_folder(a: _IndexFolderArgs, scope: Json) -> Plan:
-    return single("index_folder", (a.path,), scope, dump)
+    return single("index_folder", (a.path,), _kwargs(a, scope, "path"))
 
 
 def _plan_update(a: _UpdateMemoryArgs, scope: Json) -> Plan:
-    return single("update", (a.memory_id, a.text), {"metadata": a.metadata}, dump)
+    return single("update", (a.memory_id, a.text), _kwargs(a, scope, "memory_id", "text"))
 
 
 def _plan_delete(a: _MemoryIdArgs, scope: Json) -> Plan:
@@ -221,12 +264,13 @@ def _plan_delete(a: _MemoryIdArgs, scope: Json) -> Plan:
 
 
 def _plan_delete_all(a: _DeleteAllMemoriesArgs, scope: Json) -> Plan:
-    return single("delete_all", (), {**scope, "filters": a.filters}, lambda deleted: {
+    return single("delete_all", (), _kwargs(a, scope), lambda deleted: {
         "deleted": deleted.count, "ids": [e.id for e in deleted.results]})
 
 
 def _plan_history(a: _MemoryIdArgs, scope: Json) -> Plan:
-    return single("history", (a.memory_id,), {}, lambda rows: {"results": [r.model_dump(mode="json") for r in rows]})
+    return single("history", (a.memory_id,), {}, lambda rows: {
+        "results": [r.model_dump(mode="json") for r in rows]})
 
 
 def _plan_versions(a: _MemoryIdArgs, scope: Json) -> Plan:
@@ -238,19 +282,23 @@ def _plan_versions(a: _MemoryIdArgs, scope: Json) -> Plan:
 
 
 def _plan_supersede(a: _SupersedeArgs, scope: Json) -> Plan:
-    return single("supersede", (a.memory_id, a.text), {}, dump)
+    return single("supersede", (a.memory_id, a.text), _kwargs(a, scope, "memory_id", "text"))
 
 
 def _plan_revert(a: _RevertArgs, scope: Json) -> Plan:
-    return single("revert", (a.event_id,), {}, dump)
+    return single("revert", (a.event_id,), {})
 
 
-def _plan_stats(a: ScopeArgs, scope: Json) -> Plan:
-    return single("stats", (), scope, dump)
+def _plan_stats(a: _StatsArgs, scope: Json) -> Plan:
+    return single("stats", (), _kwargs(a, scope))
+
+
+def _plan_prune(a: _PruneArgs, scope: Json) -> Plan:
+    return single("prune", (), _kwargs(a, scope))
 
 
 def _plan_consolidate(a: _ConsolidateArgs, scope: Json) -> Plan:
-    return single("consolidate", (), {**scope, "threshold": a.threshold, "dry_run": a.dry_run}, dump)
+    return single("consolidate", (), _kwargs(a, scope))
 
 
 def _plan_feedback(a: _FeedbackArgs, scope: Json) -> Plan:
@@ -288,8 +336,11 @@ TOOLS: tuple[ToolSpec, ...] = (
              _RevertArgs, _plan_revert, read_only=False, destructive=False),
     ToolSpec("get_memory_stats", "Statistics of a scope's memories: counts by type and state, "
              "growth per day, a confidence histogram, the most accessed memories and (with a "
-             "graph) the top entities.", ScopeArgs, _plan_stats, read_only=True,
+             "graph) the top entities.", _StatsArgs, _plan_stats, read_only=True,
              destructive=False),
+    ToolSpec("memory_prune", "Forget memories whose confidence has fallen below a threshold; "
+             "dry_run (default true) only lists them.", _PruneArgs, _plan_prune,
+             read_only=False, destructive=True),
     ToolSpec("memory_consolidate", "Find near-duplicate memories of a scope and, with "
              "dry_run false, merge each group into its most confident member (the others stay "
              "as past versions).", _ConsolidateArgs, _plan_consolidate, read_only=False,

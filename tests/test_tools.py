@@ -11,7 +11,8 @@ from memkit.tools import TOOLS, MemoryTools, anthropic_tools, openai_tools
 
 NAMES = ["add_memory", "search_memories", "get_memory", "list_memories", "update_memory",
          "delete_memory", "delete_all_memories", "memory_history", "memory_versions",
-         "memory_supersede", "memory_revert", "get_memory_stats", "memory_consolidate",
+         "memory_supersede", "memory_revert", "get_memory_stats", "memory_prune",
+         "memory_consolidate",
          "memory_feedback", "memory_task_update", "memory_startup",
          "index_folder"]
 GRAPH_NAMES = ["create_entities", "create_relations", "delete_entities", "delete_relations",
@@ -120,6 +121,25 @@ def test_stats_consolidate_and_feedback_tools(mode: str) -> None:
     with pytest.raises(MemkitError, match="no memory with id"):  # another scope's memory
         other.call("memory_feedback", {"memory_id": ids[2], "useful": False}) if mode == "sync" \
             else asyncio.run(other.acall("memory_feedback", {"memory_id": ids[2], "useful": False}))
+
+    golf = call("add_memory", {"content": "User tried golf", "infer": False, "importance": 0.2,
+                               "memory_type": "episode"})["results"][0]["id"]  # type: ignore[index]
+    assert call("get_memory", {"memory_id": golf})["importance"] == 0.2
+    for _ in range(5):
+        call("memory_feedback", {"memory_id": golf, "useful": False})
+    dry = call("memory_prune", {"below": 0.5})
+    assert [e["id"] for e in dry["results"]] == [golf]  # type: ignore[union-attr]
+    found = [r["id"] for r in call("search_memories", {  # type: ignore[union-attr]
+        "query": "golf", "mode": "vector"})["results"]]
+    assert golf in found
+    confident = [r["id"] for r in call("search_memories", {  # type: ignore[union-attr]
+        "query": "golf", "mode": "vector", "min_confidence": 0.5})["results"]]
+    assert golf not in confident and confident
+    call("memory_prune", {"below": 0.5, "dry_run": False})
+    with pytest.raises(MemkitError, match="no memory with id"):
+        call("get_memory", {"memory_id": golf})
+    retyped = call("update_memory", {"memory_id": ids[2], "memory_type": "preference"})
+    assert (retyped["memory"], retyped["memory_type"]) == ("User plays chess", "preference")
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

@@ -34,6 +34,15 @@ FiltersOpt = Annotated[str | None, typer.Option(
 LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=1, help="How many at most.")]
 AsOfOpt = Annotated[str | None, typer.Option(
     "--as-of", help="ISO 8601 time: what was valid then (default: now).")]
+ExpiresOpt = Annotated[str | None, typer.Option(
+    "--expires-at", help="ISO 8601 time after which the memory is hidden.")]
+TypeOpt = Annotated[str | None, typer.Option(
+    "--memory-type", help='e.g. task, preference, decision, fact.')]
+ImportanceOpt = Annotated[float | None, typer.Option(min=0, max=1, help="From 0 to 1.")]
+SurfaceOpt = Annotated[str | None, typer.Option(
+    help='"startup": shown in the startup briefing.')]
+ExpiredOpt = Annotated[bool, typer.Option("--include-expired", help="Expired memories too.")]
+MetadataOpt = Annotated[str | None, typer.Option("--metadata", "-m", help="JSON object.")]
 
 
 def _settings(ctx: typer.Context) -> Settings:
@@ -156,15 +165,21 @@ def add(
     ctx: typer.Context,
     text: Annotated[str, typer.Argument(help="What to remember.")],
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
-    metadata: Annotated[str | None, typer.Option("--metadata", "-m", help="JSON object.")
-                        ] = None,
+    metadata: MetadataOpt = None,
     infer: Annotated[bool, typer.Option(
         "--infer/--no-infer", help="Let the LLM curate facts, or store the text verbatim.")
                      ] = True,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Show the decided operations; store nothing.")] = False,
-    expires_at: Annotated[str | None, typer.Option(
-        "--expires-at", help="ISO 8601 time after which the memory is hidden.")] = None,
+    expires_at: ExpiresOpt = None,
+    timestamp: Annotated[str | None, typer.Option(
+        help="When it was said (ISO 8601; default: now).")] = None,
+    memory_type: TypeOpt = None, importance: ImportanceOpt = None, surface: SurfaceOpt = None,
+    filters: Annotated[str | None, typer.Option(
+        "--filters", "-f", help="JSON: which memories the LLM may update or delete.")] = None,
+    prompt: Annotated[str | None, typer.Option(help="Replaces the extraction prompt.")] = None,
+    on_error: Annotated[str | None, typer.Option(
+        help="raise, or degrade: report model failures and store what it can.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Remember a text (with --infer, the LLM extracts and reconciles facts)."""
@@ -177,7 +192,10 @@ def add(
         try:
             result = memory.add(text, user_id=user_id, agent_id=agent_id, run_id=run_id,
                                 metadata=_json_arg(metadata, "--metadata"), infer=infer,
-                                dry_run=dry_run, expires_at=expires_at)
+                                dry_run=dry_run, expires_at=expires_at, timestamp=timestamp,
+                                memory_type=memory_type, importance=importance,
+                                surface=surface, filters=_json_arg(filters, "--filters"),
+                                prompt=prompt, on_error=on_error)  # type: ignore[arg-type]
         finally:
             if waiting is not None:
                 waiting.stop()
@@ -198,7 +216,11 @@ def search(
     filters: FiltersOpt = None,
     threshold: Annotated[float | None, typer.Option(min=0, max=1)] = None,
     mode: Annotated[str | None, typer.Option(help="hybrid, vector or keyword.")] = None,
-    as_of: AsOfOpt = None,
+    as_of: AsOfOpt = None, include_expired: ExpiredOpt = False,
+    min_confidence: Annotated[float | None, typer.Option(
+        min=0, max=1, help="Drop memories of lower confidence.")] = None,
+    graph: Annotated[bool | None, typer.Option(
+        "--graph/--no-graph", help="Graph expansion (default: on with a graph store).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The memories of a scope most relevant to a query."""
@@ -207,7 +229,8 @@ def search(
                                limit=limit, offset=offset,
                                filters=_json_arg(filters, "--filters"),
                                threshold=threshold, mode=mode,  # type: ignore[arg-type]
-                               as_of=as_of)
+                               as_of=as_of, include_expired=include_expired,
+                               min_confidence=min_confidence, graph=graph)
     data = result.model_dump(mode="json")
     rows = [{**row, "location": item.location} for row, item in zip(data["results"], result,
                                                                      strict=True)]
@@ -235,13 +258,14 @@ def list_(
     ctx: typer.Context,
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
     limit: LimitOpt = 100, filters: FiltersOpt = None, as_of: AsOfOpt = None,
+    include_expired: ExpiredOpt = False, surface: SurfaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """A scope's memories valid now (or --as-of then), newest first."""
     with _memory(ctx) as memory:
         result = memory.get_all(user_id=user_id, agent_id=agent_id, run_id=run_id,
                                 filters=_json_arg(filters, "--filters"), limit=limit,
-                                as_of=as_of)
+                                as_of=as_of, include_expired=include_expired, surface=surface)
     data = result.model_dump(mode="json")
     _emit(data, as_json, lambda: _table(data["results"], ["id", "memory", "updated_at"]))
 
@@ -249,15 +273,19 @@ def list_(
 @app.command()
 def update(
     ctx: typer.Context, memory_id: Annotated[str, typer.Argument(metavar="ID")],
-    text: Annotated[str, typer.Argument(help="The new text.")],
+    text: Annotated[str | None, typer.Argument(
+        help="The new text (leave out to change only the options' fields).")] = None,
     metadata: Annotated[str | None, typer.Option("--metadata", "-m", help="JSON, merged.")
                         ] = None,
+    expires_at: ExpiresOpt = None, memory_type: TypeOpt = None,
+    importance: ImportanceOpt = None, surface: SurfaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Replace a memory's text (ID: the id or a unique prefix of it)."""
+    """Replace a memory's text, or set its fields (ID: the id or a unique prefix of it)."""
     with _memory(ctx) as memory:
         item = memory.update(_resolve_id(memory, memory_id), text,
-                             metadata=_json_arg(metadata, "--metadata"))
+                             metadata=_json_arg(metadata, "--metadata"), expires_at=expires_at,
+                             memory_type=memory_type, importance=importance, surface=surface)
     data = item.model_dump(mode="json", exclude={"score"})
     _emit(data, as_json, lambda: print(f"updated {data['id']}: {data['memory']}"))
 
@@ -272,6 +300,7 @@ def delete(
         "--hard", help="Remove for good, past versions too (with --all: purge the scope).")
                     ] = False,
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    filters: FiltersOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Delete one memory by id (or a unique prefix), or with --all every memory of a scope.
@@ -283,9 +312,11 @@ def delete(
             memory.delete(_resolve_id(memory, memory_id), hard=hard)
             count = 1
         elif hard:
-            count = memory.purge(user_id=user_id, agent_id=agent_id, run_id=run_id)
+            count = memory.purge(user_id=user_id, agent_id=agent_id, run_id=run_id,
+                                 filters=_json_arg(filters, "--filters"))
         else:
-            count = memory.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id).count
+            count = memory.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id,
+                                      filters=_json_arg(filters, "--filters")).count
     _emit({"deleted": count}, as_json, lambda: print(f"deleted {count}"))
 
 
@@ -322,11 +353,14 @@ def versions(
 def supersede(
     ctx: typer.Context, memory_id: Annotated[str, typer.Argument(metavar="ID")],
     text: Annotated[str, typer.Argument(help="The text that replaces it.")],
+    metadata: MetadataOpt = None, expires_at: ExpiresOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Replace a memory by a new one (new id); the old one stays as a past version."""
     with _memory(ctx) as memory:
-        item = memory.supersede(_resolve_id(memory, memory_id), text)
+        item = memory.supersede(_resolve_id(memory, memory_id), text,
+                                metadata=_json_arg(metadata, "--metadata"),
+                                expires_at=expires_at)
     data = item.model_dump(mode="json", exclude={"score"})
     _emit(data, as_json, lambda: print(f"superseded {memory_id} by {data['id']}: {data['memory']}"))
 
@@ -349,10 +383,12 @@ def export(
     output: Annotated[Path | None, typer.Argument(help="JSONL file (default: stdout).")
                       ] = None,
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    filters: FiltersOpt = None,
 ) -> None:
     """Write every memory (or a scope's) with its history, one JSON object per line."""
     with _memory(ctx) as memory:
-        exported = memory.export(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        exported = memory.export(user_id=user_id, agent_id=agent_id, run_id=run_id,
+                                 filters=_json_arg(filters, "--filters"))
     lines = (json.dumps(m.model_dump(mode="json"), ensure_ascii=False) + "\n" for m in exported)
     if output is None:
         sys.stdout.writelines(lines)
@@ -422,13 +458,14 @@ def import_(
 
 @app.command()
 def stats(ctx: typer.Context, user_id: UserOpt = None, agent_id: AgentOpt = None,
-          run_id: RunOpt = None, as_json: JsonOpt = False) -> None:
+          run_id: RunOpt = None, filters: FiltersOpt = None, as_json: JsonOpt = False) -> None:
     """Memories by type and state, growth per day, a confidence histogram, the most accessed
     memories and top entities, of a scope (every scope without -u/-a/-r)."""
     from memkit.cli._stats import render_stats
 
     with _memory(ctx) as memory:
-        report = memory.stats(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        report = memory.stats(user_id=user_id, agent_id=agent_id, run_id=run_id,
+                              filters=_json_arg(filters, "--filters"))
         data = {**report.model_dump(mode="json"), "store": memory.config.vector_store.provider,
                 "embedder": memory.embedder.model_name}
     _emit(data, as_json, lambda: render_stats(data))
@@ -446,12 +483,14 @@ def consolidate(
     dry_run: Annotated[bool, typer.Option(
         "--dry-run/--apply", help="Only report the clusters (the default), or merge them.",
     )] = True,
+    filters: FiltersOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Merge near-duplicate memories, per scope (every scope without -u/-a/-r)."""
     with _memory(ctx) as memory:
         report = memory.consolidate(user_id=user_id, agent_id=agent_id, run_id=run_id,
-                                    threshold=threshold, dry_run=dry_run)
+                                    threshold=threshold, dry_run=dry_run,
+                                    filters=_json_arg(filters, "--filters"))
 
     def render() -> None:
         verb = "would merge" if report.dry_run else "merged"
@@ -464,6 +503,33 @@ def consolidate(
             _table(rows, ["id", "keeper", "merged", "merged texts"])
 
     _emit(report.model_dump(mode="json"), as_json, render)
+
+
+@app.command()
+def prune(
+    ctx: typer.Context,
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    below: Annotated[float, typer.Option(
+        min=0, max=1, help="Forget memories whose confidence is below this.")] = 0.05,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run/--apply", help="Only list them (the default), or forget them.")] = True,
+    filters: FiltersOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Forget memories of low confidence (decayed, with lifecycle.decay on), per scope (every
+    scope without -u/-a/-r); each ends as a delete ends it."""
+    with _memory(ctx) as memory:
+        report = memory.prune(below, dry_run=dry_run, user_id=user_id, agent_id=agent_id,
+                              run_id=run_id, filters=_json_arg(filters, "--filters"))
+    data = report.model_dump(mode="json")
+
+    def render() -> None:
+        verb = "would forget" if dry_run else "forgot"
+        print(f"{verb} {report.count}")
+        if data["results"]:
+            _table(data["results"], ["id", "memory"])
+
+    _emit(data, as_json, render)
 
 
 @app.command()

@@ -13,7 +13,7 @@ from memkit import AsyncMemory
 from memkit.server._auth import load_keys
 from memkit.server._errors import install_error_handlers
 from memkit.server._events import Broadcaster
-from memkit.server._graph_routes import graph_router
+from memkit.server._graph_routes import graph_router, relations_router
 from memkit.server._lifecycle_routes import lifecycle_router
 from memkit.server._limits import BodySizeLimit, BrowserGuard
 from memkit.server._notes_routes import notes_router
@@ -64,6 +64,7 @@ def create_app(
 
     app.include_router(router)
     app.include_router(graph_router)
+    app.include_router(relations_router)
     app.include_router(lifecycle_router)
     app.include_router(notes_router)
 

@@ -27,6 +27,32 @@ class RelationBody(_Body):
     run_id: str | None = Field(None, min_length=1)
 
 
+class EntityBody(_Body):
+    type: str | None = Field(None, min_length=1, description='e.g. "person"; a known type '
+                             'replaces "unknown".')
+    summary: str | None = None
+    user_id: str | None = Field(None, min_length=1)
+    agent_id: str | None = Field(None, min_length=1)
+    run_id: str | None = Field(None, min_length=1)
+
+
+class NewEntityBody(EntityBody):
+    name: str = Field(min_length=1)
+
+
+@graph_router.post("/", response_model=GraphEntity, summary="Create (or update) an entity")
+async def create_entity(body: NewEntityBody, grant: Auth, mem: Mem) -> GraphEntity:
+    scope = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
+    return await mem.add_entity(body.name, type=body.type, summary=body.summary, **scope)
+
+
+@graph_router.put("/{name}/", response_model=GraphEntity, summary="Update (or create) an entity")
+async def update_entity(name: str, body: EntityBody, grant: Auth, mem: Mem) -> GraphEntity:
+    """A ``type`` replaces "unknown", a ``summary`` the old one."""
+    scope = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
+    return await mem.add_entity(name, type=body.type, summary=body.summary, **scope)
+
+
 @graph_router.get("/", response_model=list[GraphEntity], summary="List a scope's entities")
 async def list_entities(grant: Auth, mem: Mem, user_id: Id = None, agent_id: Id = None,
                         run_id: Id = None, type: str | None = None,
@@ -76,3 +102,21 @@ async def delete_relation(name: str, relation: str, target: str, grant: Auth, me
                           user_id: Id = None, agent_id: Id = None, run_id: Id = None) -> Deleted:
     scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
     return Deleted(deleted=await mem.delete_relation(name, relation, target, **scope))
+
+
+relations_router = APIRouter(prefix="/v1/relations", responses=ERROR_RESPONSES, tags=["graph"])
+
+
+@relations_router.get("/", response_model=list[GraphRelation],
+                      summary="List a scope's open relations")
+async def list_relations(grant: Auth, mem: Mem, user_id: Id = None, agent_id: Id = None,
+                         run_id: Id = None, type: str | None = None,
+                         limit: Annotated[int, Query(ge=1, le=1000)] = 100
+                         ) -> list[GraphRelation]:
+    """The open relations among the scope's entities (of ``type``), at most ``limit``."""
+    scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    entities = await mem.get_entities(**scope, type=type, limit=100_000)
+    if not entities:
+        return []
+    graph = await mem.get_entity_graph([e.name for e in entities], depth=0, **scope)
+    return graph.relations[:limit]

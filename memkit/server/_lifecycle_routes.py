@@ -8,11 +8,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from memkit import ConsolidationResult, MemoryStats, SearchLogEntry
+from memkit import ConsolidationResult, DeleteResult, MemoryStats, SearchLogEntry
 from memkit.server._auth import scope_for
 from memkit.server._errors import ERROR_RESPONSES
-from memkit.server._events import consolidation_events
-from memkit.server._routes import Auth, Feed, Mem, _filters_param, visible
+from memkit.server._events import ChangeEvent, consolidation_events
+from memkit.server._routes import Auth, Feed, Mem, _filters_param, _item_scope, visible
 from memkit.server._schemas import _Body
 
 lifecycle_router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES, tags=["lifecycle"])
@@ -26,6 +26,17 @@ class ConsolidateBody(_Body):
     threshold: float | None = Field(None, gt=0, le=1, description="Cosine similarity of "
                                     "near-duplicates (default: the server's configuration).")
     dry_run: bool = Field(True, description="Only report the clusters (the default).")
+    filters: dict[str, Any] | None = None
+
+
+class PruneBody(_Body):
+    user_id: str | None = Field(None, min_length=1)
+    agent_id: str | None = Field(None, min_length=1)
+    run_id: str | None = Field(None, min_length=1)
+    below: float = Field(0.05, ge=0, le=1, description="Forget memories whose confidence "
+                         "(decayed, when decay is on) is below this.")
+    dry_run: bool = Field(True, description="Only report them (the default).")
+    filters: dict[str, Any] | None = None
 
 
 class FeedbackBody(_Body):
@@ -57,9 +68,24 @@ async def consolidate(body: ConsolidateBody, grant: Auth, mem: Mem,
     follows a merge."""
     scope: dict[str, Any] = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id,
                                       run_id=body.run_id)
-    report = await mem.consolidate(**scope, threshold=body.threshold, dry_run=body.dry_run)
+    report = await mem.consolidate(**scope, threshold=body.threshold, dry_run=body.dry_run,
+                                   filters=body.filters)
     if not report.dry_run:
         feed.publish(consolidation_events(report, scope))
+    return report
+
+
+@lifecycle_router.post("/prune/", response_model=DeleteResult,
+                       summary="Forget memories of low confidence")
+async def prune(body: PruneBody, grant: Auth, mem: Mem, feed: Feed) -> DeleteResult:
+    """Memories whose confidence is below ``below`` end as a delete ends them (``dry_run``,
+    the default, only lists them); a ``memory_deleted`` event follows each."""
+    scope: dict[str, Any] = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id,
+                                      run_id=body.run_id)
+    report = await mem.prune(body.below, dry_run=body.dry_run, filters=body.filters, **scope)
+    if not body.dry_run:
+        feed.publish(ChangeEvent.of("memory_deleted", e.id, _item_scope(e))
+                     for e in report.results)
     return report
 
 

@@ -196,18 +196,22 @@ async def search_get(
     offset: Annotated[int, Query(ge=0, le=100_000, description="Skip this many results "
                                  "(the next page: offset + limit)")] = 0,
     threshold: Annotated[float | None, Query(ge=0, le=1)] = None,
+    min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
     mode: SearchMode | None = None,
     filters: Annotated[str | None, Query(description="A filter as a JSON object")] = None,
     as_of: Annotated[datetime | None, Query(description="What was valid then")] = None,
     include_expired: bool = False,
+    graph: Annotated[bool | None, Query(description="Graph expansion (default: on with a "
+                                                    "graph store)")] = None,
 ) -> SearchResult:
     text = q if q is not None else query
     if text is None or (q is not None and query is not None):
         raise MemkitError("give the query as q or as query (one of them)")
     body = SearchBody(query=text, user_id=user_id, agent_id=agent_id, run_id=run_id,
-                      limit=limit, offset=offset, threshold=threshold, mode=mode,
+                      limit=limit, offset=offset, threshold=threshold,
+                      min_confidence=min_confidence, mode=mode,
                       filters=_filters_param(filters), as_of=as_of,
-                      include_expired=include_expired)
+                      include_expired=include_expired, graph=graph)
     return await search_post(body, grant, mem)
 
 
@@ -223,7 +227,8 @@ async def search_post(body: SearchBody, grant: Auth, mem: Mem) -> SearchResult:
         scope = given  # the call's own scope fields must be empty (400 otherwise)
     return await mem.search(body.query, **scope, limit=body.limit, offset=body.offset,
                             filters=body.filters,
-                            threshold=body.threshold, mode=body.mode, as_of=body.as_of,
+                            threshold=body.threshold, min_confidence=body.min_confidence,
+                            mode=body.mode, as_of=body.as_of,
                             include_expired=body.include_expired, graph=body.graph,
                             scopes=scopes)
 
@@ -237,7 +242,8 @@ async def get_memory(memory_id: str, grant: Auth, mem: Mem) -> MemoryItem:
 async def update_memory(memory_id: str, body: UpdateBody, grant: Auth, mem: Mem, feed: Feed) -> MemoryItem:
     await visible(mem, grant, memory_id)
     item = await mem.update(memory_id, body.text, metadata=body.metadata,
-                            expires_at=body.expires_at)
+                            expires_at=body.expires_at, memory_type=body.memory_type,
+                            importance=body.importance, surface=body.surface)
     feed.publish([ChangeEvent.of("memory_updated", item.id, _item_scope(item),
                               memory=item.memory)])
     return item

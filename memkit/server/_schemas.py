@@ -69,6 +69,8 @@ class SearchBody(_Body):
                         "``limit`` and step ``offset`` by it to read the next page.")
     filters: dict[str, Any] | None = None
     threshold: float | None = Field(None, ge=0, le=1)
+    min_confidence: float | None = Field(None, ge=0, le=1, description="Drop memories whose "
+                                         "confidence is below this.")
     mode: SearchMode | None = None
     as_of: datetime | None = Field(None, description="Search what was valid then (default: now).")
     include_expired: bool = False
@@ -79,14 +81,22 @@ class SearchBody(_Body):
                     "must be within the API key's scope.")
 
 
-class UpdateBody(_Body):
+class SupersedeBody(_Body):
+    """The text of the memory that replaces this one (a new id)."""
+
     text: str = Field(min_length=1, description="The memory's new text.")
     metadata: dict[str, Any] | None = Field(None, description="Merged into the metadata.")
     expires_at: datetime | None = Field(None, description="A new expiry.")
 
 
-class SupersedeBody(UpdateBody):
-    """The text of the memory that replaces this one (a new id)."""
+class UpdateBody(_Body):
+    text: str | None = Field(None, min_length=1, description="The memory's new text (leave "
+                             "out to change only the other fields, in place).")
+    metadata: dict[str, Any] | None = Field(None, description="Merged into the metadata.")
+    expires_at: datetime | None = Field(None, description="A new expiry.")
+    memory_type: str | None = None
+    importance: float | None = Field(None, ge=0, le=1)
+    surface: Literal["startup"] | None = None
 
 
 class MemoryPage(_Body):

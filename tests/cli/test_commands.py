@@ -47,6 +47,20 @@ def test_memory_commands(tmp_path: Path) -> None:
 
     hits = memkit_json(db, "search", "green tea", "-u", "alice")["results"]
     assert hits[0]["id"] == tea
+    decay = tmp_path / "decay.json"
+    decay.write_text('{"lifecycle": {"decay": true}}')
+    old = memkit_json(db, "--config", str(decay), "add", "Call the bank", "-u", "bob",
+                      "--no-infer", "--memory-type", "observation", "--importance", "0.8",
+                      "--surface", "startup", "--timestamp", "2001-01-01")["results"][0]["id"]
+    seen = memkit_json(db, "get", old)
+    assert (seen["memory_type"], seen["importance"], seen["metadata"]["surface"]) == (
+        "observation", 0.8, "startup")
+    assert memkit_json(db, "list", "-u", "bob", "--surface", "startup")["results"]
+    assert [e["id"] for e in memkit_json(db, "--config", str(decay), "prune", "-u", "bob",
+                                         "--below", "0.5")["results"]] == [old]  # listed only
+    assert memkit_json(db, "prune", "-u", "bob", "--below", "0.5")["results"] == []  # no decay
+    memkit_json(db, "--config", str(decay), "prune", "-u", "bob", "--below", "0.5", "--apply")
+    assert memkit_json(db, "list", "-u", "bob")["results"] == []
     pages = [memkit_json(db, "search", "green tea", "-u", "alice", "-n", "1", "--offset", o)
              for o in ("0", "1", "2")]
     assert [[h["id"] for h in p["results"]] for p in pages][:1] == [[tea]]

@@ -29,7 +29,7 @@ CONFIG = {
 }
 TOOLS = {"add_memory", "search_memories", "get_memory", "list_memories", "update_memory",
          "delete_memory", "delete_all_memories", "memory_history", "memory_versions",
-         "memory_supersede", "memory_revert", "get_memory_stats", "memory_consolidate",
+         "memory_supersede", "memory_revert", "get_memory_stats", "memory_consolidate", "memory_prune",
          "memory_feedback", "memory_task_update", "memory_startup",
          "index_folder"}
 
@@ -110,6 +110,7 @@ async def test_every_tool_over_stdio() -> None:
         stats = await _call(session, "get_memory_stats")
         assert stats["memories"] == 2 and stats["by_state"]["superseded"] >= 1
         assert (await _call(session, "memory_consolidate"))["dry_run"] is True
+        assert (await _call(session, "memory_prune"))["results"] == []
         assert (await _call(session, "memory_feedback", memory_id=tea, useful=False))[
             "useful"] is False
 

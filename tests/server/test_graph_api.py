@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -13,13 +15,19 @@ from memkit.testing import HashEmbedder
 from tests.server.conftest import KEYS, echo_llm, serving
 
 
-def test_seed001_case35_entity_endpoints_v1_entities_are_scope_bound(tmp_path: Path) -> None:
+@contextmanager
+def _graph_server(tmp_path: Path) -> Iterator[tuple[httpx.Client, httpx.Client]]:
+    """A server over a SQLite store with its graph; clients for alice's and bob's keys."""
     store = SQLiteStore(str(tmp_path / "memkit.db"))
     memory = AsyncMemory(llm=echo_llm(), embedder=HashEmbedder(), vector_store=store,
                          graph_store=store.graph())
     with serving(create_app(memory, api_keys=KEYS)) as url:
-        alice = httpx.Client(base_url=url, headers={"Authorization": "Bearer alice-key"})
-        bob = httpx.Client(base_url=url, headers={"Authorization": "Bearer bob-key"})
+        yield (httpx.Client(base_url=url, headers={"Authorization": "Bearer alice-key"}),
+               httpx.Client(base_url=url, headers={"Authorization": "Bearer bob-key"}))
+
+
+def test_seed001_case35_entity_endpoints_v1_entities_are_scope_bound(tmp_path: Path) -> None:
+    with _graph_server(tmp_path) as (alice, bob):
         added = alice.post("/v1/entities/Alice/relations/", json={
             "relation": "works at", "target": "Acme", "source_type": "person"})
         assert added.status_code == 200, added.text
@@ -51,3 +59,26 @@ def test_seed001_case35_entity_endpoints_v1_entities_are_scope_bound(tmp_path: P
         assert alice.get("/v1/entities/Alice/relations/").json()["relations"] == []
         alice.close()
         bob.close()
+
+
+def test_entities_are_created_and_updated_and_relations_listed(tmp_path: Path) -> None:
+    with _graph_server(tmp_path) as (alice, bob):
+        made = alice.post("/v1/entities/", json={"name": "Acme", "summary": "a shop"})
+        assert made.status_code == 200, made.text
+        assert (made.json()["name"], made.json()["type"]) == ("Acme", "unknown")
+        typed = alice.put("/v1/entities/acme/", json={"type": "organisation"}).json()
+        assert (typed["name"], typed["type"], typed["summary"]) == (
+            "Acme", "organisation", "a shop")
+        assert alice.post("/v1/entities/", json={"name": ""}).status_code == 422
+        assert alice.put("/v1/entities/Acme/", json={"user_id": "bob"}).status_code == 403
+
+        assert alice.get("/v1/relations/").json() == []
+        alice.post("/v1/entities/Alice/relations/", json={"relation": "works at",
+                                                          "target": "Acme"})
+        alice.post("/v1/entities/Acme/relations/", json={"relation": "in", "target": "Berlin"})
+        listed = alice.get("/v1/relations/").json()
+        assert sorted((r["source"], r["relation"], r["target"]) for r in listed) == [
+            ("Acme", "IN", "Berlin"), ("Alice", "WORKS_AT", "Acme")]
+        assert len(alice.get("/v1/relations/", params={"limit": 1}).json()) == 1
+        assert alice.get("/v1/relations/", params={"type": "organisation"}).json() == []
+        assert bob.get("/v1/relations/").json() == []

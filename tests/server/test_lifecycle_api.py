@@ -78,3 +78,24 @@ def test_sse_consolidation_complete_from_automatic_runs_and_from_rest() -> None:
         assert list(complete["merged"].values()) == [[merged["id"]]]
         assert merged["id"] == created["id"]  # the newer copy merges into the older one
     assert (events[8]["user_id"], events[8]["clusters"], events[8]["merged"]) == ("alice", 0, {})
+
+
+def test_prune_forgets_low_confidence_memories_of_the_keys_scope() -> None:
+    with serving(create_app(_memory(), api_keys=KEYS)) as url:
+        alice, bob = _client(url, "alice-key"), _client(url, "bob-key")
+        keep = alice.post("/v1/memories/", json={"messages": "User plays chess",
+                                                 "infer": False}).json()["results"][0]["id"]
+        weak = alice.post("/v1/memories/", json={"messages": "User once tried golf",
+                                                 "infer": False}).json()["results"][0]["id"]
+        bob.post("/v1/memories/", json={"messages": "Bob tried golf", "infer": False})
+        for memory_id in (weak, weak, weak, weak, weak):
+            alice.post(f"/v1/memories/{memory_id}/feedback/", json={"useful": False})
+        dry = alice.post("/v1/prune/", json={"below": 0.5}).json()
+        assert [e["id"] for e in dry["results"]] == [weak]
+        assert alice.get(f"/v1/memories/{weak}/").status_code == 200
+        done = alice.post("/v1/prune/", json={"below": 0.5, "dry_run": False}).json()
+        assert [e["id"] for e in done["results"]] == [weak]
+        assert alice.get(f"/v1/memories/{weak}/").status_code == 404
+        assert alice.get(f"/v1/memories/{keep}/").status_code == 200
+        assert len(bob.get("/v1/memories/").json()["results"]) == 1
+        assert bob.post("/v1/prune/", json={"user_id": "alice"}).status_code == 403
