@@ -116,6 +116,8 @@ class _SearchMemoriesArgs(Args):
     graph: Annotated[bool | None, Field(description=(
         "Expand through the entities the query names (default: on with a graph store)."))
                      ] = None
+    rerank: Annotated[bool, Field(description=(
+        "true: reorder the best results with the configured reranker."))] = False
 
 
 class _MemoryIdArgs(Args):

@@ -13,6 +13,7 @@ def build_app() -> typer.Typer:
     from memkit.cli._app import app
     from memkit.cli._eval import eval_app
     from memkit.cli._graph import graph_app
+    from memkit.cli._lifecycle import consolidate, prune
     from memkit.cli._notes import register
     from memkit.cli._reembed import reembed
     from memkit.cli._ui import ui
@@ -20,6 +21,8 @@ def build_app() -> typer.Typer:
     if not any(group.name == "graph" for group in app.registered_groups):
         app.add_typer(graph_app, name="graph")
         app.add_typer(eval_app, name="eval")
+        app.command("consolidate")(consolidate)
+        app.command("prune")(prune)
         app.command("reembed")(reembed)
         app.command("ui")(ui)
         register(app)

@@ -221,6 +221,8 @@ def search(
         min=0, max=1, help="Drop memories of lower confidence.")] = None,
     graph: Annotated[bool | None, typer.Option(
         "--graph/--no-graph", help="Graph expansion (default: on with a graph store).")] = None,
+    rerank: Annotated[bool, typer.Option(help="Reorder with the configured reranker.")
+                      ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """The memories of a scope most relevant to a query."""
@@ -230,7 +232,7 @@ def search(
                                filters=_json_arg(filters, "--filters"),
                                threshold=threshold, mode=mode,  # type: ignore[arg-type]
                                as_of=as_of, include_expired=include_expired,
-                               min_confidence=min_confidence, graph=graph)
+                               min_confidence=min_confidence, graph=graph, rerank=rerank)
     data = result.model_dump(mode="json")
     rows = [{**row, "location": item.location} for row, item in zip(data["results"], result,
                                                                      strict=True)]
@@ -469,67 +471,6 @@ def stats(ctx: typer.Context, user_id: UserOpt = None, agent_id: AgentOpt = None
         data = {**report.model_dump(mode="json"), "store": memory.config.vector_store.provider,
                 "embedder": memory.embedder.model_name}
     _emit(data, as_json, lambda: render_stats(data))
-
-
-@app.command()
-def consolidate(
-    ctx: typer.Context,
-    user_id: UserOpt = None,
-    agent_id: AgentOpt = None,
-    run_id: RunOpt = None,
-    threshold: Annotated[float | None, typer.Option(
-        "--threshold", "-t", help="Cosine similarity of near-duplicates (default: config, 0.9).",
-    )] = None,
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run/--apply", help="Only report the clusters (the default), or merge them.",
-    )] = True,
-    filters: FiltersOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Merge near-duplicate memories, per scope (every scope without -u/-a/-r)."""
-    with _memory(ctx) as memory:
-        report = memory.consolidate(user_id=user_id, agent_id=agent_id, run_id=run_id,
-                                    threshold=threshold, dry_run=dry_run,
-                                    filters=_json_arg(filters, "--filters"))
-
-    def render() -> None:
-        verb = "would merge" if report.dry_run else "merged"
-        print(f"{len(report.clusters)} clusters among {report.examined} memories; "
-              f"{verb} {report.merged}")
-        rows = [{"keeper": c.keeper.memory, "id": c.keeper.id, "merged": len(c.merged),
-                 "merged texts": " | ".join(i.memory for i in c.merged)}
-                for c in report.clusters]
-        if rows:
-            _table(rows, ["id", "keeper", "merged", "merged texts"])
-
-    _emit(report.model_dump(mode="json"), as_json, render)
-
-
-@app.command()
-def prune(
-    ctx: typer.Context,
-    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
-    below: Annotated[float, typer.Option(
-        min=0, max=1, help="Forget memories whose confidence is below this.")] = 0.05,
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run/--apply", help="Only list them (the default), or forget them.")] = True,
-    filters: FiltersOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Forget memories of low confidence (decayed, with lifecycle.decay on), per scope (every
-    scope without -u/-a/-r); each ends as a delete ends it."""
-    with _memory(ctx) as memory:
-        report = memory.prune(below, dry_run=dry_run, user_id=user_id, agent_id=agent_id,
-                              run_id=run_id, filters=_json_arg(filters, "--filters"))
-    data = report.model_dump(mode="json")
-
-    def render() -> None:
-        verb = "would forget" if dry_run else "forgot"
-        print(f"{verb} {report.count}")
-        if data["results"]:
-            _table(data["results"], ["id", "memory"])
-
-    _emit(data, as_json, render)
 
 
 @app.command()

@@ -203,6 +203,7 @@ async def search_get(
     include_expired: bool = False,
     graph: Annotated[bool | None, Query(description="Graph expansion (default: on with a "
                                                     "graph store)")] = None,
+    rerank: Annotated[bool, Query(description="Reorder with the configured reranker")] = False,
 ) -> SearchResult:
     text = q if q is not None else query
     if text is None or (q is not None and query is not None):
@@ -211,7 +212,7 @@ async def search_get(
                       limit=limit, offset=offset, threshold=threshold,
                       min_confidence=min_confidence, mode=mode,
                       filters=_filters_param(filters), as_of=as_of,
-                      include_expired=include_expired, graph=graph)
+                      include_expired=include_expired, graph=graph, rerank=rerank)
     return await search_post(body, grant, mem)
 
 
@@ -230,6 +231,7 @@ async def search_post(body: SearchBody, grant: Auth, mem: Mem) -> SearchResult:
                             threshold=body.threshold, min_confidence=body.min_confidence,
                             mode=body.mode, as_of=body.as_of,
                             include_expired=body.include_expired, graph=body.graph,
+                            rerank=body.rerank,
                             scopes=scopes)
 
 

@@ -75,6 +75,8 @@ class SearchBody(_Body):
     as_of: datetime | None = Field(None, description="Search what was valid then (default: now).")
     include_expired: bool = False
     graph: bool | None = None  # graph expansion; default: on when a graph store is configured
+    rerank: bool = Field(False, description="Reorder the best results with the server's "
+                                            "configured reranker.")
     scopes: list[ScopeBody] | None = Field(
         default=None, min_length=1, max_length=20,
         description="Search these scopes at once (instead of user_id/agent_id/run_id); each "
