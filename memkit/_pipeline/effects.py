@@ -2,31 +2,51 @@
 
 Two kinds: effects a flow yields (``Effect``), and the store writes a write flow
 yields inside :class:`Transaction` (``WriteEffect``), which the driver runs
-inside the store's transaction.
+inside the store's transaction. Each effect declares what it returns
+(``Returns[...]``); a flow asks for it with :func:`ask` (or :func:`ask_write`
+inside a transaction), which gives the result that type::
+
+    hits = yield from ask(Search(vector, 10, None))  # list[Hit]
+
+A bare ``yield`` of an effect gives ``object``: its result must go through ``ask``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypeVar
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, cast
 
 from memkit._filters import Filter
 from memkit._models import HistoryRecord, SearchLogEntry
-from memkit.embeddings.base import Embedder
-from memkit.llms.base import LLMRequest
-from memkit.stores.base import Order, Record, Vector, VectorStore
+from memkit.embeddings.base import Embedder, Matrix
+from memkit.graph.base import Entity, GraphScope, NewEntity, NewRelation, Relation, Subgraph
+from memkit.llms.base import LLMRequest, LLMResponse
+from memkit.stores.base import Hit, Order, Record, Vector, VectorStore
+
+if TYPE_CHECKING:
+    from memkit._notes.markdown import FolderSnapshot  # noqa: F401 - in a base's string
+    from memkit._pipeline.features.lifecycle import Access  # noqa: F401
+
+T = TypeVar("T")
+R = TypeVar("R", covariant=True)
+
+
+class Returns(Generic[R]):
+    """The base of every effect: ``R`` is what the driver sends back for it."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
-class Complete:
+class Complete(Returns[LLMResponse]):
     """-> LLMResponse"""
 
     request: LLMRequest
 
 
 @dataclass(frozen=True, slots=True)
-class Embed:
+class Embed(Returns[Matrix]):
     """-> float32 matrix, one normalised row per text (by ``embedder``: by default the
     configured one); ``query``: the texts are search queries, which an asymmetric model
     (e5) embeds differently from what is stored"""
@@ -37,16 +57,16 @@ class Embed:
 
 
 @dataclass(frozen=True, slots=True)
-class Rerank:
-    """-> Ranking: ``(index, score)`` of every document, best first, by the configured
-    reranker"""
+class Rerank(Returns[list[tuple[int, float]]]):
+    """-> Ranking (memkit.rerankers.base): ``(index, score)`` of every document, best first,
+    by the configured reranker"""
 
     query: str
     documents: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class Search:
+class Search(Returns[list[Hit]]):
     """-> list[Hit]"""
 
     vector: Vector
@@ -55,7 +75,7 @@ class Search:
 
 
 @dataclass(frozen=True, slots=True)
-class KeywordSearch:
+class KeywordSearch(Returns[list[Hit]]):
     """-> list[Hit]"""
 
     text: str
@@ -64,14 +84,14 @@ class KeywordSearch:
 
 
 @dataclass(frozen=True, slots=True)
-class Get:
+class Get(Returns[Record | None]):
     """-> Record | None"""
 
     id: str
 
 
 @dataclass(frozen=True, slots=True)
-class ListRecords:
+class ListRecords(Returns[tuple[list[Record], str | None]]):
     """-> (list[Record], next cursor); also a write effect (reads inside the transaction)"""
 
     filter: Filter | None
@@ -81,49 +101,39 @@ class ListRecords:
 
 
 @dataclass(frozen=True, slots=True)
-class Transaction:
+class Transaction(Returns[T]):
     """-> the write flow's result, its writes committed together (or none of them)"""
 
     key: str
-    flow: WriteFlow[Any]
+    flow: WriteFlow[T]
 
 
 @dataclass(frozen=True, slots=True)
-class ReadHistory:
+class ReadHistory(Returns[list[HistoryRecord]]):
     """-> list[HistoryRecord]"""
 
     memory_id: str
 
 
 @dataclass(frozen=True, slots=True)
-class ReadEvent:
+class ReadEvent(Returns[HistoryRecord | None]):
     """-> HistoryRecord | None"""
 
     event_id: str
 
 
 @dataclass(frozen=True, slots=True)
-class GraphCall:
-    """-> what the graph store's ``method`` returns (also a write effect: inside a
-    transaction it runs there when the graph shares the store's file or database)"""
-
-    method: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class ResetStore:
+class ResetStore(Returns[None]):
     """-> None"""
 
 
 @dataclass(frozen=True, slots=True)
-class ResetHistory:
+class ResetHistory(Returns[None]):
     """-> None"""
 
 
 @dataclass(frozen=True, slots=True)
-class NoteAccess:
+class NoteAccess(Returns[bool]):
     """-> bool: whether the buffer of accesses is due to be written (memkit._pipeline.features.lifecycle)"""
 
     records: tuple[Record, ...]
@@ -132,12 +142,12 @@ class NoteAccess:
 
 
 @dataclass(frozen=True, slots=True)
-class TakeAccesses:
+class TakeAccesses(Returns["dict[str, Access]"]):
     """-> the buffered accesses, emptying the buffer"""
 
 
 @dataclass(frozen=True, slots=True)
-class CountAdds:
+class CountAdds(Returns[bool]):
     """-> bool: ``count`` more memories added to the scope ``key``; whether ``every`` were
     reached since the last time (the count then restarts)"""
 
@@ -147,19 +157,19 @@ class CountAdds:
 
 
 @dataclass(frozen=True, slots=True)
-class Monotonic:
+class Monotonic(Returns[float]):
     """-> float: seconds on a monotonic clock (to time an operation)"""
 
 
 @dataclass(frozen=True, slots=True)
-class LogSearch:
+class LogSearch(Returns[None]):
     """-> None: append a search to the search log (memkit._pipeline.features.feedback)"""
 
     entry: SearchLogEntry
 
 
 @dataclass(frozen=True, slots=True)
-class ReadSearchLog:
+class ReadSearchLog(Returns[list[SearchLogEntry]]):
     """-> list[SearchLogEntry], newest first"""
 
     scope: tuple[tuple[str, str], ...]
@@ -167,7 +177,7 @@ class ReadSearchLog:
 
 
 @dataclass(frozen=True, slots=True)
-class OpenShadow:
+class OpenShadow(Returns[VectorStore]):
     """-> VectorStore: an empty collection beside the store's, open for another embedder's
     vectors (:meth:`VectorStore.shadow`)"""
 
@@ -176,21 +186,21 @@ class OpenShadow:
 
 
 @dataclass(frozen=True, slots=True)
-class DropShadow:
+class DropShadow(Returns[None]):
     """-> None: drop a shadow collection that will not be switched to"""
 
     shadow: VectorStore
 
 
 @dataclass(frozen=True, slots=True)
-class UseEmbedder:
+class UseEmbedder(Returns[None]):
     """-> None: embed with ``embedder`` from now on (the store was switched to its vectors)"""
 
     embedder: Embedder
 
 
 @dataclass(frozen=True, slots=True)
-class ReadNotes:
+class ReadNotes(Returns["FolderSnapshot"]):
     """-> FolderSnapshot: the markdown files of ``folder`` split into chunks
     (memkit._notes.markdown)"""
 
@@ -199,7 +209,7 @@ class ReadNotes:
 
 
 @dataclass(frozen=True, slots=True)
-class AppendLog:
+class AppendLog(Returns[None]):
     """-> None: ``lines`` appended to the daily log file ``path`` (memkit._notes.daily_log)"""
 
     path: str
@@ -211,58 +221,211 @@ class AppendLog:
 
 
 @dataclass(frozen=True, slots=True)
-class Insert:
+class Insert(Returns[None]):
     """-> None"""
 
     records: tuple[Record, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class Update:
+class Update(Returns[None]):
     """-> None"""
 
     records: tuple[Record, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class Delete:
+class Delete(Returns[None]):
     """-> None"""
 
     ids: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class OnShadow:
-    """-> what ``effect`` returns, run against the shadow collection instead of the store
-    (also an effect outside a transaction)"""
+class OnShadow(Returns[T]):
+    """-> what ``effect`` (ListRecords, Insert, Update or Delete) returns, run against the
+    shadow collection instead of the store (also an effect outside a transaction)"""
 
     shadow: VectorStore
-    effect: ListRecords | Insert | Update | Delete
+    effect: Returns[T]
 
 
 @dataclass(frozen=True, slots=True)
-class Switch:
+class Switch(Returns[None]):
     """-> None: the store serves the shadow collection from now on (:meth:`VectorStore.switch`)"""
 
     shadow: VectorStore
 
 
 @dataclass(frozen=True, slots=True)
-class AppendHistory:
+class AppendHistory(Returns[None]):
     """-> None"""
 
     rows: tuple[HistoryRecord, ...]
 
 
+# -- the knowledge graph (memkit.graph.base.GraphStore's operations) -------------------
+# Also write effects: inside a transaction they run there when the graph shares the
+# store's file or database.
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertEntities(Returns[list[Entity]]):
+    """-> the entities, created or updated (:meth:`GraphStore.upsert_entities`)"""
+
+    scope: GraphScope
+    entities: Sequence[NewEntity]
+    now: str
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertRelations(Returns[list[Relation]]):
+    """-> the relations, opened or reinforced (:meth:`GraphStore.upsert_relations`)"""
+
+    scope: GraphScope
+    relations: Sequence[NewRelation]
+    now: str
+
+
+@dataclass(frozen=True, slots=True)
+class CloseRelations(Returns[list[Relation]]):
+    """-> the open relations among ``ids``, closed at ``now``"""
+
+    scope: GraphScope
+    ids: Sequence[str]
+    now: str
+
+
+@dataclass(frozen=True, slots=True)
+class FindRelations(Returns[list[Relation]]):
+    """-> the relations matching every criterion given (:meth:`GraphStore.relations`)"""
+
+    scope: GraphScope
+    source: str | None = None
+    type: str | None = None
+    target: str | None = None
+    memory_ids: Sequence[str] | None = None
+    include_closed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FindEntities(Returns[list[Entity]]):
+    """-> the scope's entities with these names, of this type (:meth:`GraphStore.entities`)"""
+
+    scope: GraphScope
+    names: Sequence[str] | None = None
+    type: str | None = None
+    limit: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbourhood(Returns[Subgraph]):
+    """-> the entities within ``depth`` open relations of the named ones, and their relations"""
+
+    scope: GraphScope
+    names: Sequence[str]
+    depth: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteEntities(Returns[list[Entity]]):
+    """-> the entities deleted, with every relation touching them"""
+
+    scope: GraphScope
+    names: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRelations(Returns[int]):
+    """-> how many of the relations ``ids`` existed (now deleted)"""
+
+    scope: GraphScope
+    ids: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolveNames(Returns[dict[str, str]]):
+    """-> the entity each name means, by name (:meth:`GraphStore.resolve`)"""
+
+    scope: GraphScope
+    names: Sequence[str]
+    vectors: Sequence[Sequence[float]] | None = None
+    threshold: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class SetNameVectors(Returns[None]):
+    """-> None: each named entity keeps its name embedding (:meth:`GraphStore.set_vectors`)"""
+
+    scope: GraphScope
+    names: Sequence[str]
+    vectors: Sequence[Sequence[float]]
+
+
+@dataclass(frozen=True, slots=True)
+class Repoint(Returns[None]):
+    """-> None: relations from each ``(old, new)`` memory id's old one come from the new one"""
+
+    scope: GraphScope
+    moves: Sequence[tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedNames(Returns[list[tuple[str, str]]]):
+    """-> ``(id, name)`` of every entity with a name embedding, in every scope"""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceNameVectors(Returns[None]):
+    """-> None: the name embeddings of the entities ``ids`` replaced (``None`` removes one)"""
+
+    ids: Sequence[str]
+    vectors: Sequence[Sequence[float] | None]
+
+
+GraphEffect: TypeAlias = (
+    UpsertEntities | UpsertRelations | CloseRelations | FindRelations | FindEntities
+    | Neighbourhood | DeleteEntities | DeleteRelations | ResolveNames | SetNameVectors
+    | Repoint | EmbeddedNames | ReplaceNameVectors
+)
+
+
 Effect: TypeAlias = (
-    Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction | ReadHistory
+    Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction[Any] | ReadHistory
     | ReadEvent | ResetStore | ResetHistory | NoteAccess | TakeAccesses
-    | CountAdds | GraphCall | Monotonic | LogSearch | ReadSearchLog
-    | OpenShadow | DropShadow | UseEmbedder | OnShadow | ReadNotes | AppendLog | Rerank
+    | CountAdds | GraphEffect | Monotonic | LogSearch | ReadSearchLog
+    | OpenShadow | DropShadow | UseEmbedder | OnShadow[Any] | ReadNotes | AppendLog | Rerank
 )
 WriteEffect: TypeAlias = (
-    ListRecords | Insert | Update | Delete | AppendHistory | GraphCall | OnShadow | Switch
+    ListRecords | Insert | Update | Delete | AppendHistory | GraphEffect | OnShadow[Any] | Switch
 )
-T = TypeVar("T")
-Flow: TypeAlias = Generator[Effect, Any, T]
-WriteFlow: TypeAlias = Generator[WriteEffect, Any, T]
+Flow: TypeAlias = Generator[Effect, object, T]
+"""A flow: yields effects, is sent their results (through :func:`ask`), returns ``T``."""
+WriteFlow: TypeAlias = Generator[WriteEffect, object, T]
+"""A write flow: runs inside a :class:`Transaction`."""
+
+
+def ask(effect: Returns[T]) -> Flow[T]:
+    """Yield ``effect`` and return its result, typed as the effect declares."""
+    result = yield cast(Effect, effect)
+    return cast(T, result)
+
+
+def ask_write(effect: Returns[T]) -> WriteFlow[T]:
+    """:func:`ask` inside a transaction (a write flow)."""
+    result = yield cast(WriteEffect, effect)
+    return cast(T, result)
+
+
+def ask_list(effect: ListRecords) -> Generator[ListRecords, object, tuple[list[Record], str | None]]:
+    """:func:`ask` for the one effect that is read both outside and inside a transaction,
+    so that flows built on it (``scan``) serve both."""
+    result = yield effect
+    return cast(tuple[list[Record], str | None], result)
+
+
+def ask_shadow(effect: OnShadow[T]) -> Generator[OnShadow[Any], object, T]:
+    """:func:`ask` for an effect on a shadow collection, which runs outside and inside a
+    transaction alike."""
+    result = yield effect
+    return cast(T, result)

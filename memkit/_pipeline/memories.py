@@ -25,6 +25,7 @@ from memkit._pipeline.effects import (
     ReadHistory,
     ResetHistory,
     ResetStore,
+    ask,
 )
 from memkit._pipeline.features.lifecycle import Lifecycle
 from memkit._pipeline.features.task_fields import STATUS_PREFIX, checked_update, status_change
@@ -54,7 +55,7 @@ def get_flow(memory_id: str, now: str,
     checked = memory_id_of(memory_id)
     if checked is None:
         return None
-    record: Record | None = yield Get(checked)
+    record: Record | None = yield from ask(Get(checked))
     if record is None or not is_valid(record, now):
         return None
     return record.to_item(confidence=(lifecycle or Lifecycle()).confidence(record, now))
@@ -63,7 +64,7 @@ def get_flow(memory_id: str, now: str,
 def get_all_flow(filter: Filter | None, limit: int, lifecycle: Lifecycle | None = None,
                  now: str | None = None) -> Flow[SearchResult]:
     """Newest first."""
-    records, _ = yield ListRecords(filter, limit, None, "newest")
+    records, _ = yield from ask(ListRecords(filter, limit, None, "newest"))
     life, when = lifecycle or Lifecycle(), now or to_iso(utcnow())
     return SearchResult(results=[r.to_item(confidence=life.confidence(r, when))
                                  for r in records])
@@ -74,7 +75,7 @@ def current_flow(memory_id: str, now: str) -> Flow[Record]:
     checked = memory_id_of(memory_id)
     if checked is None:
         raise NotFoundError(f"no memory with id {memory_id!r}"[:300])
-    record: Record | None = yield Get(checked)
+    record: Record | None = yield from ask(Get(checked))
     if record is None or not is_valid(record, now):
         raise NotFoundError(f"no memory with id {memory_id!r}")
     return record
@@ -100,7 +101,7 @@ def update_flow(memory_id: str, text: str | None, metadata: dict[str, object] | 
         changed = replace(record, updated_at=now, vector=None, **fields)  # type: ignore[arg-type]
         yield from apply(WriteBatch(updates=[changed], dedup_scope=scope_key(record)))
         return changed.to_item()
-    vectors = yield Embed((text, record.memory))
+    vectors = yield from ask(Embed((text, record.memory)))
     changes: dict[str, object] = {"metadata": {**record.metadata, **(metadata or {})},
                                   **(lifecycle or {})}
     if expires_at is not None:
@@ -131,7 +132,7 @@ def delete_all_flow(scope: Scope, filter: Filter | None, now: str) -> Flow[Delet
     events: list[MemoryEvent] = []
     selection = all_of(scope.filter(), filter, valid_at(now, include_expired=True))
     while True:
-        page, _ = yield ListRecords(selection, 1000, None)
+        page, _ = yield from ask(ListRecords(selection, 1000, None))
         if not page:
             return DeleteResult(results=events)
         history = [history_row(r, "DELETE", r.memory, None, now) for r in page]
@@ -145,7 +146,7 @@ def purge_flow(scope: Scope, filter: Filter | None) -> Flow[int]:
     selection = all_of(scope.filter(), filter)
     removed = 0
     while True:
-        page, _ = yield ListRecords(selection, 1000, None)
+        page, _ = yield from ask(ListRecords(selection, 1000, None))
         if not page:
             return removed
         yield from apply(WriteBatch(deletes=[r.id for r in page]))
@@ -163,14 +164,14 @@ def supersede_flow(old_id: str, text: str, metadata: dict[str, object] | None,
     checked = memory_id_of(old_id)
     if checked is None:
         raise NotFoundError(f"no memory with id {old_id!r}"[:300])
-    old: Record | None = yield Get(checked)
+    old: Record | None = yield from ask(Get(checked))
     if old is None:
         raise NotFoundError(f"no memory with id {old_id!r}")
     if not is_valid(old, now):
         raise ConflictError(f"memory {old_id} is no longer valid (superseded, deleted or expired)"
                             "; only the current version can be superseded")
     check_order(old, now)
-    vectors = yield Embed((text,))
+    vectors = yield from ask(Embed((text,)))
     new = replace(old, id=str(uuid.uuid4()), memory=text, hash=text_hash(text), created_at=now,
                   updated_at=now, valid_from=now, valid_to=None, supersedes=old.id,
                   metadata={**old.metadata, **(metadata or {})}, vector=vectors[0],
@@ -186,7 +187,7 @@ def history_flow(memory_id: str) -> Flow[HistoryList]:
     checked = memory_id_of(memory_id)
     if checked is None:
         return HistoryList()
-    records: list[HistoryRecord] = yield ReadHistory(checked)
+    records: list[HistoryRecord] = yield from ask(ReadHistory(checked))
     return HistoryList(records)
 
 
@@ -203,15 +204,15 @@ def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:
     """
     if not isinstance(event_id, str) or not event_id:
         raise NotFoundError(f"no history event with id {event_id!r}")
-    event: HistoryRecord | None = yield ReadEvent(event_id)
+    event: HistoryRecord | None = yield from ask(ReadEvent(event_id))
     if event is None:
         raise NotFoundError(f"no history event with id {event_id!r}")
     if event.event == "NONE":
         raise MemkitError(f"event {event_id} changed nothing; there is nothing to revert")
-    rows: list[HistoryRecord] = yield ReadHistory(event.memory_id)
+    rows: list[HistoryRecord] = yield from ask(ReadHistory(event.memory_id))
     if any(r.reverts == event_id for r in rows):
         raise ConflictError(f"event {event_id} was already reverted")
-    record: Record | None = yield Get(event.memory_id)
+    record: Record | None = yield from ask(Get(event.memory_id))
     if record is None:
         raise ConflictError(f"memory {event.memory_id} was removed for good")
     status = status_change(event.old_value, event.new_value) if event.event == "UPDATE" else None
@@ -238,13 +239,13 @@ def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:
     elif event.event == "UPDATE":
         check_order(record, now)
         old_text = event.old_value or ""
-        vectors = yield Embed((old_text, record.memory))
+        vectors = yield from ask(Embed((old_text, record.memory)))
         updated, past = revise(record, old_text, now, vectors[0], vectors[1])
         batch.updates.append(updated)
         batch.versions.append(past)
         row = history_row(record, "UPDATE", record.memory, old_text, now)
     else:  # DELETE: the deleted interval stays a past version; the memory is valid again
-        vectors = yield Embed((record.memory,))
+        vectors = yield from ask(Embed((record.memory,)))
         past = replace(record, id=str(uuid.uuid4()), vector=vectors[0],
                        valid_from=record.valid_from or record.created_at)
         batch.versions.append(past)

@@ -14,7 +14,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Generator, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -22,30 +22,43 @@ from memkit._errors import ConfigError, MemkitError, VectorStoreError
 from memkit._pipeline.calls import Handlers, Job, job, local
 from memkit._pipeline.effects import (
     AppendHistory,
+    CloseRelations,
     Complete,
     Delete,
+    DeleteEntities,
+    DeleteRelations,
     DropShadow,
     Effect,
     Embed,
+    EmbeddedNames,
+    FindEntities,
+    FindRelations,
     Flow,
     Get,
-    GraphCall,
+    GraphEffect,
     Insert,
     KeywordSearch,
     ListRecords,
     LogSearch,
     Monotonic,
+    Neighbourhood,
     OnShadow,
     OpenShadow,
     ReadEvent,
     ReadHistory,
     ReadSearchLog,
+    ReplaceNameVectors,
+    Repoint,
     ResetHistory,
     ResetStore,
+    ResolveNames,
     Search,
+    SetNameVectors,
     Switch,
     Transaction,
     Update,
+    UpsertEntities,
+    UpsertRelations,
     UseEmbedder,
     WriteEffect,
 )
@@ -196,18 +209,21 @@ def store_job(effect: Effect | WriteEffect, store: VectorStore, history: History
     database joins)."""
     match effect:
         case OnShadow(shadow, inner):
-            return store_job(inner, shadow, history, shadow)
+            return store_job(cast(WriteEffect, inner), shadow, history, shadow)
         case OpenShadow(dimension, model):
             return job(store.shadow, store.ashadow, dimension, model)
         case Switch(shadow):
             return job(writer.switch, writer.aswitch, shadow)
         case DropShadow(shadow):
             return job(store.discard, store.adiscard, shadow)
-        case GraphCall(method, args, kwargs):
+        case UpsertEntities() | UpsertRelations() | CloseRelations() | FindRelations() \
+                | FindEntities() | Neighbourhood() | DeleteEntities() | DeleteRelations() \
+                | ResolveNames() | SetNameVectors() | Repoint() | EmbeddedNames() \
+                | ReplaceNameVectors():
             if graph is None:
                 raise ConfigError("no graph store is configured (graph_store=...)")
             target = graph.bound(writer) if writer is not store and graph.joins(store) else graph
-            return job(getattr(target, method), getattr(target, "a" + method), *args, **kwargs)
+            return graph_job(effect, target)
         case Search(vector, limit, filter):
             return job(store.search, store.asearch, vector, limit, filter)
         case KeywordSearch(text, limit, filter):
@@ -239,14 +255,46 @@ def store_job(effect: Effect | WriteEffect, store: VectorStore, history: History
     raise TypeError(f"unknown effect {effect!r}")
 
 
-def transact(store: VectorStore, history: HistoryStore, effect: Transaction,
+def graph_job(effect: GraphEffect, graph: GraphStore) -> Job[Any]:
+    """The table for the knowledge graph's effects: what each calls on ``graph``."""
+    match effect:
+        case UpsertEntities(scope, entities, now):
+            return job(graph.upsert_entities, graph.aupsert_entities, scope, entities, now)
+        case UpsertRelations(scope, relations, now):
+            return job(graph.upsert_relations, graph.aupsert_relations, scope, relations, now)
+        case CloseRelations(scope, ids, now):
+            return job(graph.close_relations, graph.aclose_relations, scope, ids, now)
+        case FindRelations(scope, source, type, target, memory_ids, include_closed):
+            return job(graph.relations, graph.arelations, scope, source=source, type=type,
+                       target=target, memory_ids=memory_ids, include_closed=include_closed)
+        case FindEntities(scope, names, type, limit):
+            return job(graph.entities, graph.aentities, scope, names=names, type=type, limit=limit)
+        case Neighbourhood(scope, names, depth):
+            return job(graph.neighbourhood, graph.aneighbourhood, scope, names, depth)
+        case DeleteEntities(scope, names):
+            return job(graph.delete_entities, graph.adelete_entities, scope, names)
+        case DeleteRelations(scope, ids):
+            return job(graph.delete_relations, graph.adelete_relations, scope, ids)
+        case ResolveNames(scope, names, vectors, threshold):
+            return job(graph.resolve, graph.aresolve, scope, names, vectors, threshold)
+        case SetNameVectors(scope, names, vectors):
+            return job(graph.set_vectors, graph.aset_vectors, scope, names, vectors)
+        case Repoint(scope, moves):
+            return job(graph.repoint, graph.arepoint, scope, moves)
+        case EmbeddedNames():
+            return job(graph.embedded_names, graph.aembedded_names)
+        case ReplaceNameVectors(ids, vectors):
+            return job(graph.replace_vectors, graph.areplace_vectors, ids, vectors)
+
+
+def transact(store: VectorStore, history: HistoryStore, effect: Transaction[Any],
              graph: GraphStore | None = None) -> Any:
     """Run a write flow inside the store's transaction, with blocking calls."""
     with _store_errors(), store.transaction(effect.key) as writer:
         return _drive(effect.flow, lambda e: store_job(e, store, history, writer, graph).call())
 
 
-async def atransact(store: VectorStore, history: HistoryStore, effect: Transaction,
+async def atransact(store: VectorStore, history: HistoryStore, effect: Transaction[Any],
                     graph: GraphStore | None = None) -> Any:
     """Run a write flow inside the store's transaction, with awaits where the store is
     natively async; otherwise the whole transaction runs in one worker thread (its lock

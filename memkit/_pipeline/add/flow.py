@@ -23,7 +23,7 @@ from memkit._pipeline.add.parsing import (
     parse_extraction,
     parse_fact_items,
 )
-from memkit._pipeline.effects import Complete, Embed, Flow, Search
+from memkit._pipeline.effects import Complete, Embed, Flow, Search, ask
 from memkit._pipeline.features.graph import (
     GraphOutcome,
     GraphPlan,
@@ -157,7 +157,7 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
     search_filter = all_of(scope_filter, req.filters, valid_at(req.timestamp))
     shown: dict[str, Record] = {}
     for vector in vectors:
-        for hit in (yield Search(vector, req.candidates_per_fact, search_filter)):
+        for hit in (yield from ask(Search(vector, req.candidates_per_fact, search_filter))):
             shown.setdefault(hit.record.id, hit.record)
     existing = list(shown.values())
     plan = _Plan(req, WriteBatch(dedup_scope=scope_filter, valid_at=req.timestamp), errors=errors,
@@ -234,7 +234,7 @@ def _ask(
 
     With ``on_error="degrade"`` a failed LLM call is reported too, instead of raised."""
     try:
-        response = yield Complete(request)
+        response = yield from ask(Complete(request))
     except LLMError as exc:
         _degraded(req, exc, errors, stage)
         return None, usage
@@ -246,7 +246,7 @@ def _ask(
     repair = LLMRequest(prompts.repair_messages(request.messages, response.text, problem),
                         request.json_schema, request.schema_name, "repair")
     try:
-        response = yield Complete(repair)
+        response = yield from ask(Complete(repair))
     except LLMError as exc:
         _degraded(req, exc, errors, stage)
         return None, usage
@@ -276,7 +276,7 @@ def _embed(req: AddRequest, texts: Sequence[str],
     """One vector per text. With ``on_error="degrade"``, a failed batch is retried text by
     text, and each text that still fails is reported and gets ``None``."""
     try:
-        rows = yield Embed(tuple(texts))
+        rows = yield from ask(Embed(tuple(texts)))
         return list(rows)
     except EmbeddingError:
         if req.on_error != "degrade":
@@ -284,7 +284,7 @@ def _embed(req: AddRequest, texts: Sequence[str],
     out: list[Vector | None] = []
     for text in texts:
         try:
-            out.append((yield Embed((text,)))[0])
+            out.append((yield from ask(Embed((text,))))[0])
         except EmbeddingError as exc:
             out.append(None)
             errors.append(OperationError(

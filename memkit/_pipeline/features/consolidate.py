@@ -29,7 +29,7 @@ import numpy as np
 from memkit._errors import MemkitError
 from memkit._filters import Filter, all_of
 from memkit._models import AddResult, ConsolidationCluster, ConsolidationResult, HistoryRecord
-from memkit._pipeline.effects import CountAdds, Embed, Flow, Get, GraphCall, Transaction, WriteFlow
+from memkit._pipeline.effects import CountAdds, Embed, Flow, Get, Repoint, Transaction, WriteFlow, ask
 from memkit._pipeline.features.graph import GraphSettings
 from memkit._pipeline.features.lifecycle import Lifecycle, flush_flow, scope_key
 from memkit._pipeline.write.apply import apply, apply_flow, scan, transaction
@@ -59,7 +59,7 @@ def consolidate_flow(selection: Filter | None, threshold: float, dry_run: bool, 
     for members in scopes.values():
         if len(members) < 2:
             continue
-        vectors = yield Embed(tuple(r.memory for r in members))
+        vectors = yield from ask(Embed(tuple(r.memory for r in members)))
         for group in clusters([r.memory for r in members], vectors, float(threshold)):
             cluster = [members[i] for i in group]
             keeper, merged = merge(cluster, lifecycle, now)
@@ -164,7 +164,7 @@ def _together(batch: WriteBatch, scope: GraphScope,
 
 
 def _repoint(scope: GraphScope, moves: tuple[tuple[str, str], ...]) -> WriteFlow[None]:
-    yield GraphCall("repoint", (scope, moves))
+    yield Repoint(scope, moves)
 
 
 def _oldest(record: Record, changes: dict[str, Record]) -> Flow[Record]:
@@ -174,7 +174,7 @@ def _oldest(record: Record, changes: dict[str, Record]) -> Flow[Record]:
     while current.supersedes is not None and current.supersedes not in seen:
         previous: Record | None = changes.get(current.supersedes)
         if previous is None:
-            previous = yield Get(current.supersedes)
+            previous = yield from ask(Get(current.supersedes))
         if previous is None:
             break
         seen.add(previous.id)
@@ -192,7 +192,7 @@ def auto_flow(added: Flow[AddResult], scope: Filter | None, every: int | None,
     if every is None or not written:
         return result
     key = "" if scope is None else scope.model_dump_json()
-    due: bool = yield CountAdds(key, written, every)
+    due: bool = yield from ask(CountAdds(key, written, every))
     if due:
         report = yield from consolidate_flow(scope, threshold, False, now, lifecycle, graph)
         return result.model_copy(update={"consolidation": report})

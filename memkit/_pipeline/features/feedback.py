@@ -15,7 +15,7 @@ import uuid
 
 from memkit._errors import MemkitError, NotFoundError
 from memkit._models import SearchLogEntry, SearchResult
-from memkit._pipeline.effects import Flow, Get, LogSearch, Monotonic, NoteAccess, ReadSearchLog
+from memkit._pipeline.effects import Flow, Get, LogSearch, Monotonic, NoteAccess, ReadSearchLog, ask
 from memkit._pipeline.features.lifecycle import Lifecycle, flush_flow
 from memkit._pipeline.inputs import Scope, memory_id_of
 from memkit._pipeline.write.versions import is_valid
@@ -30,9 +30,9 @@ def query_hash(query: str) -> str:
 def logged_search_flow(search: Flow[SearchResult], query: str, k: int, scope: Scope, now: str,
                        keep_text: bool) -> Flow[SearchResult]:
     """``search``, timed, then written to the search log."""
-    started: float = yield Monotonic()
+    started: float = yield from ask(Monotonic())
     result = yield from search
-    ended: float = yield Monotonic()
+    ended: float = yield from ask(Monotonic())
     yield LogSearch(SearchLogEntry(
         id=str(uuid.uuid4()), timestamp=to_datetime(now), query_hash=query_hash(query),
         query=query if keep_text else None, k=k, result_ids=[i.id for i in result.results],
@@ -46,10 +46,10 @@ def feedback_flow(memory_id: str, useful: bool, now: str, lifecycle: Lifecycle) 
     if not isinstance(useful, bool):
         raise MemkitError(f"useful must be True or False, got {useful!r}"[:300])
     checked = memory_id_of(memory_id)
-    record: Record | None = None if checked is None else (yield Get(checked))
+    record: Record | None = None if checked is None else (yield from ask(Get(checked)))
     if record is None or not is_valid(record, now):
         raise NotFoundError(f"no current memory with id {memory_id!r}"[:300])
-    due: bool = yield NoteAccess((record,), now, useful)
+    due: bool = yield from ask(NoteAccess((record,), now, useful))
     if due:
         yield from flush_flow(lifecycle)
 
@@ -58,5 +58,5 @@ def search_log_flow(scope: Scope, limit: int) -> Flow[list[SearchLogEntry]]:
     fields = tuple((name, value) for name, value in (
         ("user_id", scope.user_id), ("agent_id", scope.agent_id), ("run_id", scope.run_id))
         if value is not None)
-    entries: list[SearchLogEntry] = yield ReadSearchLog(fields, limit)
+    entries: list[SearchLogEntry] = yield from ask(ReadSearchLog(fields, limit))
     return entries

@@ -37,11 +37,22 @@ from memkit._models import (
 from memkit._pipeline.add.parsing import Triple
 from memkit._pipeline.effects import (
     AppendHistory,
+    CloseRelations,
+    DeleteEntities,
+    DeleteRelations,
     Embed,
+    FindEntities,
+    FindRelations,
     Flow,
-    GraphCall,
+    Neighbourhood,
+    ResolveNames,
+    SetNameVectors,
     Transaction,
+    UpsertEntities,
+    UpsertRelations,
     WriteFlow,
+    ask,
+    ask_write,
 )
 from memkit._pipeline.write.apply import Applied, apply_flow, transaction
 from memkit._time import to_datetime
@@ -130,7 +141,7 @@ def embed_names(plan: GraphPlan | None) -> Flow[None]:
     if plan is None or not plan.relations:
         return
     names = plan.names
-    rows = yield Embed(tuple(names))
+    rows = yield from ask(Embed(tuple(names)))
     plan.vectors = {name: [float(x) for x in row] for name, row in zip(names, rows, strict=True)}
 
 
@@ -139,15 +150,15 @@ def apply_with_graph(batch: WriteBatch, plan: GraphPlan | None, events: Sequence
     """The batch, and the graph writes in its transaction (or right after it)."""
     empty = not (batch.adds or batch.updates or batch.deletes or batch.history or batch.versions)
     if plan is None or not plan.relations:
-        applied = Applied() if empty else (yield transaction(batch))
+        applied = Applied() if empty else (yield from ask(transaction(batch)))
         return applied, GraphOutcome()
     key = transaction(batch).key
     if plan.settings.joined:
-        result: tuple[Applied, GraphOutcome] = yield Transaction(
-            key, _together(batch, plan, events))
+        result: tuple[Applied, GraphOutcome] = yield from ask(Transaction(
+            key, _together(batch, plan, events)))
         return result
-    applied = Applied() if empty else (yield transaction(batch))
-    outcome: GraphOutcome = yield Transaction(key, write_graph(batch, plan, events, applied))
+    applied = Applied() if empty else (yield from ask(transaction(batch)))
+    outcome = yield from ask(Transaction(key, write_graph(batch, plan, events, applied)))
     return applied, outcome
 
 
@@ -169,8 +180,7 @@ def write_graph(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent
     linked = tuple(dict.fromkeys(written or [e.id for e in events if e.event == "NONE"]))
     names = plan.names
     vectors = [plan.vectors[n] for n in names] if plan.vectors else None
-    canonical: dict[str, str] = yield GraphCall(
-        "resolve", (scope, names, vectors, plan.settings.threshold))
+    canonical: dict[str, str] = yield from ask_write(ResolveNames(scope, names, vectors, plan.settings.threshold))
     relations: dict[tuple[str, str, str], NewRelation] = {}  # one mention per add
     for r in plan.relations:
         source, target = canonical.get(r.source, r.source), canonical.get(r.target, r.target)
@@ -186,26 +196,25 @@ def write_graph(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent
     updated = [e.id for e in events if e.event == "UPDATE"]
     if updated:
         stated = {(s, kind): t for s, kind, t in relations}
-        for old in (yield GraphCall("relations", (scope,), {"memory_ids": updated})):
+        for old in (yield from ask_write(FindRelations(scope, memory_ids=updated))):
             target_id = stated.get((old.source_id, old.type))
             if target_id is not None and target_id != old.target_id:
                 closing[old.id] = old
     gone = {e.id for e in events if e.event == "DELETE"} | set(batch.deletes)
     if gone:
-        for old in (yield GraphCall("relations", (scope,), {"memory_ids": sorted(gone)})):
+        for old in (yield from ask_write(FindRelations(scope, memory_ids=sorted(gone)))):
             if set(old.memory_ids) <= gone:
                 closing[old.id] = old
     typed = [NewEntity(canonical.get(e.name, e.name), e.type) for e in plan.entities
              if e.type != "unknown"]
     if typed:
-        yield GraphCall("upsert_entities", (scope, typed, now))
-    closed = (yield GraphCall("close_relations", (scope, list(closing), now))) if closing else []
-    added: list[Relation] = yield GraphCall("upsert_relations", (scope, [
-        NewRelation(r.source, r.type, r.target, 1.0, linked) for r in relations.values()],
-        now))
+        yield UpsertEntities(scope, typed, now)
+    closed = (yield from ask_write(CloseRelations(scope, list(closing), now))) if closing else []
+    mentions = [NewRelation(r.source, r.type, r.target, 1.0, linked) for r in relations.values()]
+    added = yield from ask_write(UpsertRelations(scope, mentions, now))
     new_names = [n for n in names if n not in canonical]
     if vectors is not None and new_names:
-        yield GraphCall("set_vectors", (scope, new_names, [plan.vectors[n] for n in new_names]))
+        yield SetNameVectors(scope, new_names, [plan.vectors[n] for n in new_names])
     rows = [graph_event(r, "RELATION_ADD", now) for r in added if r.valid_from == now
             and r.weight == 1.0]
     rows += [graph_event(r, "RELATION_CLOSE", now) for r in closed]
@@ -261,39 +270,38 @@ def _checked(name: object) -> str:
 def _canonical(scope: GraphScope, names: Sequence[str]) -> Flow[list[str]]:
     """Each name as the entity it means (aliases followed); unknown names as given."""
     checked = [_checked(n) for n in names]
-    found: dict[str, str] = yield GraphCall("resolve", (scope, checked))
+    found: dict[str, str] = yield from ask(ResolveNames(scope, checked))
     return [found.get(n, n) for n in checked]
 
 
 def get_entity_flow(scope: GraphScope, name: str) -> Flow[GraphEntity | None]:
     names = yield from _canonical(scope, [name])
-    found: list[Entity] = yield GraphCall("entities", (scope,), {"names": names})
+    found: list[Entity] = yield from ask(FindEntities(scope, names=names))
     return entity_model(found[0]) if found else None
 
 
 def get_entities_flow(scope: GraphScope, type: str | None, limit: int) -> Flow[list[GraphEntity]]:
-    found: list[Entity] = yield GraphCall("entities", (scope,), {"type": type, "limit": limit})
+    found: list[Entity] = yield from ask(FindEntities(scope, type=type, limit=limit))
     return [entity_model(e) for e in found]
 
 
 def entity_graph_flow(scope: GraphScope, names: Sequence[str], depth: int) -> Flow[EntityGraph]:
     check_depth(depth)
     seeds = yield from _canonical(scope, names)
-    sub: Subgraph = yield GraphCall("neighbourhood", (scope, seeds, depth))
+    sub: Subgraph = yield from ask(Neighbourhood(scope, seeds, depth))
     return graph_model(sub)
 
 
 def add_entity_flow(key: str, scope: GraphScope, name: str, type: str | None,
                     summary: str | None, now: str) -> Flow[GraphEntity]:
     [canonical] = yield from _canonical(scope, [name])
-    entity: GraphEntity = yield Transaction(key, _add_entity(scope, canonical, type, summary, now))
+    entity: GraphEntity = yield from ask(Transaction(key, _add_entity(scope, canonical, type, summary, now)))
     return entity
 
 
 def _add_entity(scope: GraphScope, name: str, type: str | None, summary: str | None,
                 now: str) -> WriteFlow[GraphEntity]:
-    [entity] = yield GraphCall("upsert_entities",
-                               (scope, [NewEntity(name, type or "unknown", summary)], now))
+    [entity] = yield from ask_write(UpsertEntities(scope, [NewEntity(name, type or 'unknown', summary)], now))
     return entity_model(entity)
 
 
@@ -304,8 +312,8 @@ def add_relation_flow(key: str, scope: GraphScope, source: str, relation: str, t
     kind = relation_type(relation)
     if entity_id(scope, source) == entity_id(scope, target):
         raise GraphError(f"a relation from {source!r} to itself")
-    added: GraphRelation = yield Transaction(key, _add_relation(
-        scope, source, kind, target, source_type, target_type, now))
+    added: GraphRelation = yield from ask(Transaction(key, _add_relation(
+        scope, source, kind, target, source_type, target_type, now)))
     return added
 
 
@@ -314,8 +322,8 @@ def _add_relation(scope: GraphScope, source: str, kind: str, target: str,
                   now: str) -> WriteFlow[GraphRelation]:
     typed = [NewEntity(n, t) for n, t in ((source, source_type), (target, target_type)) if t]
     if typed:
-        yield GraphCall("upsert_entities", (scope, typed, now))
-    [added] = yield GraphCall("upsert_relations", (scope, [NewRelation(source, kind, target)], now))
+        yield UpsertEntities(scope, typed, now)
+    [added] = yield from ask_write(UpsertRelations(scope, [NewRelation(source, kind, target)], now))
     if added.weight == 1.0 and added.valid_from == now:
         yield AppendHistory((graph_event(added, "RELATION_ADD", now),))
     return relation_model(added)
@@ -324,32 +332,31 @@ def _add_relation(scope: GraphScope, source: str, kind: str, target: str,
 def delete_relation_flow(key: str, scope: GraphScope, source: str, relation: str,
                          target: str, now: str) -> Flow[int]:
     source, target = yield from _canonical(scope, [source, target])
-    count: int = yield Transaction(key, _delete_relation(scope, source, relation, target, now))
+    count: int = yield from ask(Transaction(key, _delete_relation(scope, source, relation, target, now)))
     return count
 
 
 def _delete_relation(scope: GraphScope, source: str, relation: str, target: str,
                      now: str) -> WriteFlow[int]:
-    found: list[Relation] = yield GraphCall("relations", (scope,), {
-        "source": source, "type": relation, "target": target, "include_closed": True})
+    found = yield from ask_write(FindRelations(scope, source=source, type=relation, target=target,
+                                               include_closed=True))
     if not found:
         return 0
-    count: int = yield GraphCall("delete_relations", (scope, [r.id for r in found]))
+    count: int = yield from ask_write(DeleteRelations(scope, [r.id for r in found]))
     yield AppendHistory(tuple(graph_event(r, "RELATION_DELETE", now) for r in found))
     return count
 
 
 def delete_entity_flow(key: str, scope: GraphScope, name: str, now: str) -> Flow[bool]:
     [canonical] = yield from _canonical(scope, [name])
-    deleted: bool = yield Transaction(key, _delete_entity(scope, canonical, now))
+    deleted: bool = yield from ask(Transaction(key, _delete_entity(scope, canonical, now)))
     return deleted
 
 
 def _delete_entity(scope: GraphScope, name: str, now: str) -> WriteFlow[bool]:
-    touching: list[Relation] = []
-    for end in ("source", "target"):
-        touching += yield GraphCall("relations", (scope,), {end: name, "include_closed": True})
-    deleted: list[Entity] = yield GraphCall("delete_entities", (scope, [name]))
+    touching = yield from ask_write(FindRelations(scope, source=name, include_closed=True))
+    touching += yield from ask_write(FindRelations(scope, target=name, include_closed=True))
+    deleted: list[Entity] = yield from ask_write(DeleteEntities(scope, [name]))
     if deleted:
         yield AppendHistory((*(graph_event(e, "ENTITY_DELETE", now) for e in deleted),
                              *(graph_event(r, "RELATION_DELETE", now) for r in touching)))

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from memkit._filters import Filter
 from memkit._models import MemoryItem, SearchResult
-from memkit._pipeline.effects import Embed, Flow, Get, GraphCall, Search
+from memkit._pipeline.effects import Embed, Flow, Get, Neighbourhood, ResolveNames, Search, ask
 from memkit._pipeline.features.graph import relation_model
 from memkit._pipeline.inputs import query_of
 from memkit.graph.base import GraphScope, Relation, Subgraph, entity_id, normalise
@@ -82,14 +82,14 @@ def linked_scores(ids: Sequence[str], vector: Vector, filter: Filter | None) -> 
     (its stored vector against the query's): one search narrowed to their hashes."""
     records: list[Record] = []
     for memory_id in ids:
-        record: Record | None = yield Get(memory_id)
+        record: Record | None = yield from ask(Get(memory_id))
         if record is not None:
             records.append(record)
     if not records:
         return []
     wanted = {r.id for r in records}
     narrowed = hash_filter(filter, sorted({r.hash for r in records}))
-    hits: list[Hit] = yield Search(vector, 2 * len(records), narrowed)
+    hits: list[Hit] = yield from ask(Search(vector, 2 * len(records), narrowed))
     return [h for h in hits if h.record.id in wanted]
 
 
@@ -101,14 +101,14 @@ def graph_search_flow(search: SearchGiven, query: str, scope: GraphScope,
     relations. ``vector``: the query's embedding when the caller has it already."""
     query = query_of(query)
     if vector is None:
-        [vector] = yield Embed((query,), query=True)
+        [vector] = yield from ask(Embed((query,), query=True))
     result = yield from search(vector)
     names = named_in(query)
-    found: dict[str, str] = (yield GraphCall("resolve", (scope, names))) if names else {}
+    found: dict[str, str] = (yield from ask(ResolveNames(scope, names))) if names else {}
     if not found:
         return result
     seed_names = sorted(set(found.values()))
-    sub: Subgraph = yield GraphCall("neighbourhood", (scope, seed_names, depth))
+    sub: Subgraph = yield from ask(Neighbourhood(scope, seed_names, depth))
     seeds = {entity_id(scope, n) for n in seed_names}
     scores: dict[str, tuple[MemoryItem, float]] = {
         item.id: (item, item.score or 0.0) for item in result.results}

@@ -28,7 +28,7 @@ from memkit._errors import MemkitError
 from memkit._filters import Condition, Filter, all_of
 from memkit._models import MEMORY_TYPES, DeleteResult, HistoryRecord
 from memkit._pipeline.calls import Handlers, local
-from memkit._pipeline.effects import CountAdds, Flow, NoteAccess, TakeAccesses, Transaction, Update, WriteFlow
+from memkit._pipeline.effects import CountAdds, Flow, NoteAccess, TakeAccesses, Transaction, Update, WriteFlow, ask
 from memkit._pipeline.write.apply import apply, scan
 from memkit._pipeline.write.versions import end, valid_at
 from memkit._text import bad_code_point
@@ -213,7 +213,7 @@ def note_flow(records: list[Record], at: str, lifecycle: Lifecycle) -> Flow[None
     """Note accesses of ``records``; write the buffer when it is full."""
     if not lifecycle.reinforce or not records:
         return
-    due: bool = yield NoteAccess(tuple(records), at)
+    due: bool = yield from ask(NoteAccess(tuple(records), at))
     if due:
         yield from flush_flow(lifecycle)
 
@@ -224,14 +224,14 @@ def flush_flow(lifecycle: Lifecycle) -> Flow[int]:
     Each record is read again inside the transaction, so a concurrent change of it is
     kept; a record whose text changed since its access (or that is gone) is skipped.
     """
-    pending: dict[str, Access] = yield TakeAccesses()
+    pending: dict[str, Access] = yield from ask(TakeAccesses())
     groups: dict[str, dict[str, Access]] = {}
     for record_id, access in pending.items():
         key = "" if access.scope is None else access.scope.model_dump_json()
         groups.setdefault(key, {})[record_id] = access
     written = 0
     for key, accesses in groups.items():
-        written += yield Transaction(key, _reinforce(accesses, lifecycle))
+        written += yield from ask(Transaction(key, _reinforce(accesses, lifecycle)))
     return written
 
 

@@ -26,7 +26,7 @@ from memkit._notes.daily_log import append_log, log_lines, log_path
 from memkit._notes.markdown import Chunk, FolderSnapshot, read_folder
 from memkit._notes.models import IndexResult, SkippedFile
 from memkit._pipeline.calls import Handlers, files
-from memkit._pipeline.effects import AppendLog, Embed, Flow, ReadNotes, Transaction, WriteFlow
+from memkit._pipeline.effects import AppendLog, Embed, Flow, ReadNotes, Transaction, WriteFlow, ask
 from memkit._pipeline.inputs import Scope, bounded_int, text_hash
 from memkit._pipeline.write.apply import apply_flow, history_row, scan
 from memkit._pipeline.write.versions import end, valid_at
@@ -77,7 +77,7 @@ def _unique(chunks: Iterable[Chunk]) -> dict[str, Chunk]:
 
 def index_flow(folder: str, scope: Scope, max_file_bytes: int, now: str) -> Flow[IndexResult]:
     """Bring the scope's memories of ``folder`` in line with its markdown files."""
-    snapshot: FolderSnapshot = yield ReadNotes(folder, max_file_bytes)
+    snapshot: FolderSnapshot = yield from ask(ReadNotes(folder, max_file_bytes))
     result = IndexResult(folder=snapshot.folder, files=len(snapshot.files),
                          skipped=[SkippedFile(path=p, reason=r) for p, r in snapshot.skipped])
     notes = all_of(scope.filter(), _eq("source", NOTES_SOURCE), _eq("folder", snapshot.folder))
@@ -117,11 +117,12 @@ def _sync_file(scope: Scope, folder: str, path: str, chunks: Sequence[Chunk],
         needed = [c for c in chunks if c.content_hash not in kept]
         vectors: dict[str, Vector] = {}
         if needed:
-            rows = yield Embed(tuple(c.text for c in needed))
+            rows = yield from ask(Embed(tuple(c.text for c in needed)))
             vectors = {c.content_hash: row for c, row in zip(needed, rows, strict=True)}
-        counts = yield Transaction(key, _write(scope, folder, path, of_file, chunks, vectors, now))
+        counts = yield from ask(Transaction(key, _write(scope, folder, path, of_file, chunks, vectors,
+                                                        now)))
         if counts is not None:
-            return counts  # type: ignore[no-any-return]
+            return counts
     raise ConflictError(f"the memories of {path!r} kept changing under other writers; index again")
 
 

@@ -22,17 +22,21 @@ from memkit._pipeline.effects import (
     Delete,
     DropShadow,
     Embed,
+    EmbeddedNames,
     Flow,
-    GraphCall,
     Insert,
     ListRecords,
     OnShadow,
     OpenShadow,
+    ReplaceNameVectors,
     Switch,
     Transaction,
     Update,
     UseEmbedder,
     WriteFlow,
+    ask,
+    ask_shadow,
+    ask_write,
 )
 from memkit._pipeline.write.apply import scan
 from memkit.embeddings.base import Embedder
@@ -52,11 +56,11 @@ def reembed_flow(old: Embedder, new: Embedder, batch_size: int, timer: Callable[
         raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
     started = timer()
     names = (yield from _embed_names(new, batch_size)) if graph else None
-    shadow: VectorStore = yield OpenShadow(new.dimension, new.model_name)
+    shadow: VectorStore = yield from ask(OpenShadow(new.dimension, new.model_name))
     try:
         for _ in range(ATTEMPTS):
             yield from _catch_up(shadow, new, batch_size, progress)
-            count: int | None = yield Transaction(EVERY_KEY, _switch(shadow, names))
+            count: int | None = yield from ask(Transaction(EVERY_KEY, _switch(shadow, names)))
             if count is not None:
                 break
             progress = None  # the first pass reported the count
@@ -79,7 +83,7 @@ def _catch_up(shadow: VectorStore, embedder: Embedder, batch_size: int,
     stale, changed, gone = _diff(live, copied)
     for start in range(0, len(stale), batch_size):
         batch = stale[start:start + batch_size]
-        vectors = yield Embed(tuple(r.memory for r in batch), embedder)
+        vectors = yield from ask(Embed(tuple(r.memory for r in batch), embedder))
         records = tuple(r.with_vector(v) for r, v in zip(batch, vectors, strict=True))
         yield OnShadow(shadow, Delete(tuple(r.id for r in records if r.id in copied)))
         yield OnShadow(shadow, Insert(records))
@@ -98,36 +102,36 @@ def _switch(shadow: VectorStore,
         return None
     yield from _copy(shadow, changed, gone)
     if names is not None:  # a name embedded since loses its vector; its next mention sets one
-        ids = [id for id, _ in (yield GraphCall("embedded_names", ()))]
-        yield GraphCall("replace_vectors", (ids, [names.get(id) for id in ids]))
+        ids = [id for id, _ in (yield from ask_write(EmbeddedNames()))]
+        yield ReplaceNameVectors(ids, [names.get(id) for id in ids])
     yield Switch(shadow)  # last: nothing after it can fail and leave the store half switched
     return len(live)
 
 
 def _embed_names(embedder: Embedder, batch_size: int) -> Flow[dict[str, list[float]]]:
     """The graph's entity names by ``embedder``: {entity id: vector}."""
-    entities: list[tuple[str, str]] = yield GraphCall("embedded_names", ())
+    entities: list[tuple[str, str]] = yield from ask(EmbeddedNames())
     vectors: dict[str, list[float]] = {}
     for start in range(0, len(entities), batch_size):
         batch = entities[start:start + batch_size]
-        rows = yield Embed(tuple(name for _, name in batch), embedder)
+        rows = yield from ask(Embed(tuple(name for _, name in batch), embedder))
         vectors.update((id, [float(x) for x in row]) for (id, _), row in zip(batch, rows, strict=True))
     return vectors
 
 
 def _copy(shadow: VectorStore, changed: list[Record],
-          gone: list[str]) -> Generator[OnShadow, Any, None]:
+          gone: list[str]) -> Generator[OnShadow[Any], object, None]:
     if changed:  # without vectors: the shadow keeps the new ones
         yield OnShadow(shadow, Update(tuple(changed)))
     if gone:
         yield OnShadow(shadow, Delete(tuple(gone)))
 
 
-def _scan_shadow(shadow: VectorStore) -> Generator[OnShadow, Any, dict[str, Record]]:
+def _scan_shadow(shadow: VectorStore) -> Generator[OnShadow[Any], object, dict[str, Record]]:
     records: dict[str, Record] = {}
     cursor: str | None = None
     while True:
-        page, cursor = yield OnShadow(shadow, ListRecords(None, 1000, cursor))
+        page, cursor = yield from ask_shadow(OnShadow(shadow, ListRecords(None, 1000, cursor)))
         records.update((r.id, r) for r in page)
         if cursor is None:
             return records

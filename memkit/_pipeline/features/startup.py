@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from memkit._filters import Condition, Filter, Operator, Scalar, all_of
 from memkit._notes.models import Section, StartupContext, StartupItem
-from memkit._pipeline.effects import Flow, ListRecords
+from memkit._pipeline.effects import Flow, ListRecords, ask
 from memkit._pipeline.features.lifecycle import Lifecycle
 from memkit._pipeline.features.task_fields import OPEN_STATUSES
 from memkit._pipeline.inputs import bounded_int
@@ -65,8 +65,8 @@ def startup_flow(scope: Filter | None, budget_tokens: int, now: str,
     tasks = yield from scan(all_of(current, _where("memory_type", "eq", "task"),
                                    _where("status", "in", OPEN_STATUSES)))
     surfaced = yield from scan(all_of(current, _where("surface", "eq", "startup")))
-    weighed, _ = yield ListRecords(all_of(current, _where("importance", "gte", 0)),
-                                   _IMPORTANT_POOL, None, "newest")
+    weighed, _ = yield from ask(ListRecords(all_of(current, _where("importance", "gte", 0)),
+                                   _IMPORTANT_POOL, None, "newest"))
     # stable sorts: newest first among equals
     in_progress_first = sorted(_newest_first(tasks), key=lambda r: (
         r.metadata.get("status") != "in_progress", -_importance(r)))

@@ -6,7 +6,7 @@ from collections import Counter
 
 from memkit._filters import Filter
 from memkit._models import MemoryStats, ScopeCount
-from memkit._pipeline.effects import Flow, GraphCall
+from memkit._pipeline.effects import FindRelations, Flow, ask
 from memkit._pipeline.features.lifecycle import Lifecycle, flush_flow
 from memkit._pipeline.write.apply import scan
 from memkit._pipeline.write.versions import is_valid
@@ -66,7 +66,7 @@ def _top_entities(current: list[Record]) -> Flow[dict[str, int]]:
     scopes = {GraphScope(r.user_id, r.agent_id, r.run_id) for r in current}
     degree: Counter[str] = Counter()
     for scope in sorted(scopes, key=lambda s: s.key):
-        relations: list[Relation] = yield GraphCall("relations", (scope,))
+        relations: list[Relation] = yield from ask(FindRelations(scope))
         for relation in relations:
             degree.update((relation.source, relation.target))
     return dict(sorted(degree.items(), key=lambda pair: (-pair[1], pair[0]))[:TOP_ENTITIES])

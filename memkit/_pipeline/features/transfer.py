@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from memkit._errors import MemkitError
 from memkit._filters import Filter
 from memkit._models import ExportedMemory, HistoryRecord, ImportResult
-from memkit._pipeline.effects import Embed, Flow, Get, ReadHistory
+from memkit._pipeline.effects import Embed, Flow, Get, ReadHistory, ask
 from memkit._pipeline.inputs import Scope, metadata_of, text_hash
 from memkit._pipeline.write.apply import apply, scan
 from memkit._time import to_datetime, to_iso, utcnow
@@ -31,7 +31,7 @@ def export_flow(filter: Filter | None) -> Flow[list[ExportedMemory]]:
     history, in id order."""
     exported: list[ExportedMemory] = []
     for record in (yield from scan(filter)):
-        history: list[HistoryRecord] = yield ReadHistory(record.id)
+        history: list[HistoryRecord] = yield from ask(ReadHistory(record.id))
         item = record.to_item().model_dump(exclude={"score"})
         exported.append(ExportedMemory(**item, history=history))
     return exported
@@ -47,7 +47,7 @@ def import_flow(rows: Iterable[ExportedMemory | Mapping[str, Any]]) -> Flow[Impo
         except (MemkitError, ValidationError, ValueError, TypeError) as exc:
             result.errors.append(f"memory {number}: {exc}")
             continue
-        if (yield Get(record.id)) is not None or any(r.id == record.id for r, _ in chunk):
+        if (yield from ask(Get(record.id))) is not None or any(r.id == record.id for r, _ in chunk):
             result.skipped += 1
             continue
         chunk.append((record, history))
@@ -61,7 +61,7 @@ def import_flow(rows: Iterable[ExportedMemory | Mapping[str, Any]]) -> Flow[Impo
 def _write(chunk: list[tuple[Record, list[HistoryRecord]]], result: ImportResult) -> Flow[None]:
     if not chunk:
         return
-    vectors = yield Embed(tuple(record.memory for record, _ in chunk))
+    vectors = yield from ask(Embed(tuple(record.memory for record, _ in chunk)))
     groups: dict[Scope, list[tuple[Record, list[HistoryRecord]]]] = {}
     for (record, history), vector in zip(chunk, vectors, strict=True):
         record.vector = vector

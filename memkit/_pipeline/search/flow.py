@@ -8,7 +8,7 @@ from typing import Literal
 from memkit._errors import ConfigError, MemkitError
 from memkit._filters import Filter
 from memkit._models import SearchResult
-from memkit._pipeline.effects import Embed, Flow, KeywordSearch, Search
+from memkit._pipeline.effects import Embed, Flow, KeywordSearch, Search, ask
 from memkit._pipeline.features.lifecycle import Lifecycle, confidence_of, note_flow, rank
 from memkit._pipeline.inputs import bounded_words, query_of
 from memkit._pipeline.search.fusion import fuse
@@ -58,8 +58,8 @@ def search_flow(
     period = named_period(query) if mode != "keyword" and settings.temporal_weight > 0 else None
     if mode != "keyword":
         if vector is None:
-            [vector] = yield Embed((query,), query=True)
-        vector_hits = yield Search(vector, pool, filter)
+            [vector] = yield from ask(Embed((query,), query=True))
+        vector_hits = yield from ask(Search(vector, pool, filter))
     # Bounded first (a 100 KB query of one word becomes one term), then content words only:
     # a query of function words ("I") has no keyword evidence. Hybrid search also skips the
     # words most of its vector candidates share (a name in every turn of a conversation).
@@ -68,7 +68,7 @@ def search_flow(
         terms = distinctive(terms, [h.record.memory for h in vector_hits],
                             settings.common_word_share)
     if terms:
-        keyword_hits = yield KeywordSearch(" ".join(terms), pool, filter)
+        keyword_hits = yield from ask(KeywordSearch(" ".join(terms), pool, filter))
     if mode == "hybrid":
         hits = fuse(vector_hits, keyword_hits, vector_weight=settings.vector_weight,
                     keyword_weight=settings.keyword_weight, limit=pool,

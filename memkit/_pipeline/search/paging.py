@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from memkit._errors import MemkitError
 from memkit._models import MemoryItem, SearchResult
-from memkit._pipeline.effects import Embed, Flow, Get
+from memkit._pipeline.effects import Embed, Flow, Get, ask
 from memkit._pipeline.features.lifecycle import Lifecycle, note_flow
 from memkit.stores.base import Record, Vector
 
@@ -43,7 +43,7 @@ def paged_flow(ranked: Ranked, query: str, offset: int, limit: int, lifecycle: L
         return (yield from ranked(limit, None, lifecycle))
     vector: Vector | None = None
     if embed:
-        [vector] = yield Embed((query,), query=True)
+        [vector] = yield from ask(Embed((query,), query=True))
     quiet = replace(lifecycle, reinforce=False)  # only the page's results are accesses
     order: dict[str, MemoryItem] = {}
     relations = []
@@ -61,7 +61,7 @@ def paged_flow(ranked: Ranked, query: str, offset: int, limit: int, lifecycle: L
     page = list(order.values())[offset:offset + limit]
     records: list[Record] = []
     for item in page if lifecycle.reinforce else ():
-        record: Record | None = yield Get(item.id)
+        record: Record | None = yield from ask(Get(item.id))
         if record is not None:
             records.append(record)
     yield from note_flow(records, now, lifecycle)

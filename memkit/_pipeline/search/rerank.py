@@ -6,7 +6,7 @@ from __future__ import annotations
 from memkit._errors import ConfigError
 from memkit._models import SearchResult
 from memkit._pipeline.calls import Handlers, Job
-from memkit._pipeline.effects import Flow, Rerank
+from memkit._pipeline.effects import Flow, Rerank, ask
 from memkit.rerankers.base import Ranking, Reranker
 
 
@@ -16,7 +16,7 @@ def reranked_flow(search: Flow[SearchResult], query: str, limit: int) -> Flow[Se
     found = yield from search
     if not found.results:
         return found
-    ranking: Ranking = yield Rerank(query, tuple(item.memory for item in found.results))
+    ranking = yield from ask(Rerank(query, tuple(item.memory for item in found.results)))
     results = [found.results[index].model_copy(update={"score": round(score, 6)})
                for index, score in ranking[:limit]]
     return SearchResult(results=results, relations=found.relations)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
 
 from memkit._errors import ConflictError
 from memkit._filters import Filter, all_of
@@ -26,6 +25,9 @@ from memkit._pipeline.effects import (
     Transaction,
     Update,
     WriteFlow,
+    ask,
+    ask_list,
+    ask_write,
 )
 from memkit._pipeline.inputs import Scope
 from memkit._pipeline.write.versions import valid_at
@@ -46,11 +48,10 @@ def apply(batch: WriteBatch) -> Flow[Applied]:
     """Apply ``batch`` in one transaction keyed by its scope."""
     if not (batch.adds or batch.updates or batch.deletes or batch.history or batch.versions):
         return Applied()
-    applied: Applied = yield transaction(batch)
-    return applied
+    return (yield from ask(transaction(batch)))
 
 
-def transaction(batch: WriteBatch) -> Transaction:
+def transaction(batch: WriteBatch) -> Transaction[Applied]:
     """The effect that applies ``batch``."""
     key = "" if batch.dedup_scope is None else batch.dedup_scope.model_dump_json()
     return Transaction(key, apply_flow(batch))
@@ -58,11 +59,11 @@ def transaction(batch: WriteBatch) -> Transaction:
 
 def apply_flow(batch: WriteBatch) -> WriteFlow[Applied]:
     if batch.unless is not None:
-        conflicts, _ = yield ListRecords(batch.unless, 1)
+        conflicts, _ = yield from ask_write(ListRecords(batch.unless, 1))
         if conflicts:
             raise ConflictError(f"conflicts with version {conflicts[0].id}")
     if batch.requires is not None:
-        present, _ = yield ListRecords(batch.requires, 1)
+        present, _ = yield from ask_write(ListRecords(batch.requires, 1))
         if not present:
             raise ConflictError("what the change started from was changed by another writer")
     winners = yield from duplicates(batch)
@@ -79,7 +80,7 @@ def apply_flow(batch: WriteBatch) -> WriteFlow[Applied]:
     return Applied(winners)
 
 
-def duplicates(batch: WriteBatch) -> Generator[ListRecords, Any, dict[str, Record]]:
+def duplicates(batch: WriteBatch) -> Generator[ListRecords, object, dict[str, Record]]:
     """The adds of ``batch`` that are duplicates, each mapped to the memory that holds its text."""
     winners: dict[str, Record] = {}
     if not batch.adds:
@@ -99,12 +100,12 @@ def duplicates(batch: WriteBatch) -> Generator[ListRecords, Any, dict[str, Recor
     return winners
 
 
-def scan(filter: Filter | None) -> Generator[ListRecords, Any, list[Record]]:
+def scan(filter: Filter | None) -> Generator[ListRecords, object, list[Record]]:
     """Every record matching ``filter``, in id order."""
     records: list[Record] = []
     cursor: str | None = None
     while True:
-        page, cursor = yield ListRecords(filter, _PAGE, cursor)
+        page, cursor = yield from ask_list(ListRecords(filter, _PAGE, cursor))
         records.extend(page)
         if cursor is None:
             return records

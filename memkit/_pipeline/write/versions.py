@@ -18,7 +18,7 @@ from dataclasses import replace
 from memkit._errors import ConflictError, MemkitError
 from memkit._filters import Condition, Filter, Not, all_of
 from memkit._models import MemoryItem
-from memkit._pipeline.effects import Flow, Get, ListRecords
+from memkit._pipeline.effects import Flow, Get, ListRecords, ask
 from memkit._pipeline.inputs import text_hash
 from memkit.stores.base import Record, Vector
 
@@ -81,14 +81,14 @@ def check_order(record: Record, when: str) -> None:
 
 def chain_flow(memory_id: str) -> Flow[list[MemoryItem]]:
     """Every version of the memory ``memory_id`` belongs to, oldest first."""
-    record: Record | None = yield Get(memory_id)
+    record: Record | None = yield from ask(Get(memory_id))
     if record is None:
         return []
     older: list[Record] = []
     seen = {record.id}
     link = record.supersedes
     while link is not None and link not in seen:
-        previous: Record | None = yield Get(link)
+        previous: Record | None = yield from ask(Get(link))
         if previous is None:
             break
         seen.add(previous.id)
@@ -97,7 +97,7 @@ def chain_flow(memory_id: str) -> Flow[list[MemoryItem]]:
     newer: list[Record] = []
     tip = record
     while True:
-        page, _ = yield ListRecords(superseded_by(tip.id), 2)
+        page, _ = yield from ask(ListRecords(superseded_by(tip.id), 2))
         if not page or page[0].id in seen:
             break
         if len(page) > 1:
