@@ -16,7 +16,7 @@ from memkit._config import (
     load_config,
 )
 from memkit._errors import ConfigError
-from memkit._hints import check_options, unknown_provider
+from memkit._hints import check_options, did_you_mean, keyword_parameters, unknown_provider
 from memkit._imports import load_object
 from memkit._notes.models import IndexResult
 from memkit._notes.watch import FolderWatch
@@ -67,6 +67,17 @@ class Client:
 
     config: MemoryConfig
     _runtime: Runtime
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        """Refuse an unknown argument in the user's terms: ``Memory()``, not this base class,
+        with the closest valid name (``vectorstore`` -> ``vector_store``)."""
+        valid = keyword_parameters(Client.__init__) or frozenset()
+        for key in kwargs:
+            if key not in valid:
+                raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {key!r}"
+                                f"{did_you_mean(key, valid) or ';'} it takes "
+                                f"{', '.join(sorted(valid - {'self'}))}")
+        return super().__new__(cls)
 
     def __init__(
         self,

@@ -43,6 +43,13 @@ def test_config_mistakes_name_the_valid_key(config: dict[str, object], message: 
         Memory({"vector_store": "memory", **config}, embedder=HashEmbedder(), **components)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("shell", [Memory, memkit.AsyncMemory])
+def test_an_unknown_component_argument_names_the_class_the_user_called(shell: type) -> None:
+    with pytest.raises(TypeError, match=rf"^{shell.__name__}\(\) got an unexpected keyword argument "
+                                        r"'vectorstore'; did you mean 'vector_store'\?"):
+        shell(vectorstore=object())
+
+
 def test_missing_key_error_names_the_providers_own_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     # with the guard off, litellm itself fails on the missing key before any request
