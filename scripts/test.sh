@@ -46,8 +46,9 @@ fi
 setup_venv
 export PATH="$PWD/$VENV/bin:$PATH"
 if ((fast)); then
-    unset MEMKIT_TEST_PG_DSN MEMKIT_TEST_CHROMA_URL MEMKIT_TEST_QDRANT_URL MEMKIT_TEST_BOLT_URL \
-        MEMKIT_TEST_NEO4J_URL
+    for variable in $(compgen -v | grep -E '^MEMKIT_TEST_[A-Z0-9_]+_(URL|DSN)$' || true); do
+        unset "$variable"
+    done
     set -- -m "not engine and not slow" "$@"
 else
     # shellcheck source=scripts/engines.sh
