@@ -405,10 +405,12 @@ class Memory(Client):
 
     def get_entity_graph(self, name: str | list[str], *, depth: int = 1,
                          user_id: str | None = None, agent_id: str | None = None,
-                         run_id: str | None = None) -> EntityGraph:
+                         run_id: str | None = None, include_closed: bool = False) -> EntityGraph:
         """The entities within ``depth`` (0-3) open relations of ``name`` (one name or a
-        list), and the open relations among them."""
-        return self._runtime.run(requests.get_entity_graph(self._settings, name, depth, user_id, agent_id, run_id))
+        list), and the open relations among them. ``include_closed`` adds the closed
+        relations (``valid_to`` set) touching those entities, and their other ends."""
+        return self._runtime.run(requests.get_entity_graph(self._settings, name, depth, user_id, agent_id, run_id,
+                                                           include_closed))
 
     def add_entity(self, name: str, *, type: str | None = None, summary: str | None = None,
                    user_id: str | None = None, agent_id: str | None = None,

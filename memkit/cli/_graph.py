@@ -73,7 +73,8 @@ def export(
             fail("no graph store is configured (set graph_store in the config)")
         scope = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
         entities = memory.get_entities(**scope, limit=limit)
-        graph = memory.get_entity_graph([e.name for e in entities], depth=0, **scope)
+        graph = memory.get_entity_graph([e.name for e in entities], depth=0, user_id=user_id,
+                                        agent_id=agent_id, run_id=run_id)
     data = graph.model_dump(mode="json")
     if format == "json":
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")

@@ -83,9 +83,12 @@ async def delete_entity(name: str, grant: Auth, mem: Mem, user_id: Id = None,
                   summary="The entity's neighbourhood")
 async def entity_graph(name: str, grant: Auth, mem: Mem, user_id: Id = None, agent_id: Id = None,
                        run_id: Id = None,
-                       depth: Annotated[int, Query(ge=0, le=3)] = 1) -> EntityGraph:
+                       depth: Annotated[int, Query(ge=0, le=3)] = 1,
+                       include_closed: Annotated[bool, Query(
+                           description="Also the closed relations touching these entities")]
+                       = False) -> EntityGraph:
     scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
-    return await mem.get_entity_graph(name, **scope, depth=depth)
+    return await mem.get_entity_graph(name, **scope, depth=depth, include_closed=include_closed)
 
 
 @graph_router.post("/{name}/relations/", response_model=GraphRelation,

@@ -194,6 +194,10 @@ def test_seed000_10_4_relation_invalidation_closes_the_contradicted_relation(mak
     assert triples(graph.relations) == [("user", "WORKS_AT", "Meta")]
     kept = m.memory.graph_store.relations(GraphScope("alice"), include_closed=True)
     assert sorted((r.target, r.valid_to is None) for r in kept) == [("Google", False), ("Meta", True)]
+    with_closed = m.get_entity_graph("user", depth=1, user_id="alice", include_closed=True)
+    assert sorted((r.target, r.valid_to is None) for r in with_closed.relations) == [
+        ("Google", False), ("Meta", True)]
+    assert sorted(e.name for e in with_closed.entities) == ["Google", "Meta", "user"]
 
 
 def test_similarity_alone_never_closes_a_relation(make: Any) -> None:

@@ -4,6 +4,7 @@ its graph. Skips without Chromium or Playwright; in CI (CI=true) it fails instea
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -50,7 +51,8 @@ def _need_browser() -> Any:
 
 
 def ui_llm() -> FunctionLLM:
-    """Extraction: each user line is a fact (``A works at B`` also a relation); decision: ADD."""
+    """Extraction: each user line is a fact (``A works at B`` also a relation); decision: ADD
+    each fact, but ``Forget: <a memory's text>`` deletes that memory (closing its relations)."""
     facts: list[str] = []
 
     def answer(request: LLMRequest) -> Any:
@@ -64,9 +66,18 @@ def ui_llm() -> FunctionLLM:
             if "relations" in (request.json_schema or {}).get("properties", {}):
                 return {"facts": facts, "relations": relations}
             return {"facts": [{"text": f, "type": "fact", "importance": 0.5} for f in facts]}
-        return {"memory": [{"event": "ADD", "text": f} for f in facts]}
+        shown = request.messages[-1]["content"].split("\n\nNew facts:")[0]
+        existing = json.loads(shown.removeprefix("Existing memories:\n"))
+        return {"memory": [_decide(fact, existing) for fact in facts]}
 
     return FunctionLLM(answer)
+
+
+def _decide(fact: str, existing: list[dict[str, str]]) -> dict[str, Any]:
+    if not fact.startswith("Forget: "):
+        return {"event": "ADD", "text": fact}
+    gone = next(m["id"] for m in existing if m["text"] == fact.removeprefix("Forget: "))
+    return {"event": "DELETE", "id": gone}
 
 
 def new_memory(folder: Path) -> AsyncMemory:

@@ -45,6 +45,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             {"role": "user", "content": "Acme manages Zeta"}],
                                                 "user_id": "alice"})
         assert graph.status_code == 200, graph.text
+        # a relation, then closed by deleting its memory (in an add that states a relation)
+        for said in ("Alice knows Bob", ["Forget: Alice knows Bob", "Alice lives in Lisbon"]):
+            messages = [{"role": "user", "content": line} for line in said] if isinstance(said, list) else said
+            added = api.post("/v1/memories/", json={"messages": messages, "user_id": "alice"})
+            assert added.status_code == 200, added.text
+        assert [r["target"] for r in added.json()["closed_relations"]] == ["Bob"]
         notes = folder / "notes"
         notes.mkdir()
         (notes / "garden.md").write_text("# Garden\n\nThe tomatoes need water on Fridays.\n")
@@ -64,12 +70,14 @@ def page(browser: Browser, site: Site) -> Iterator[Any]:
 
 
 @pytest.fixture(autouse=True)
-def clean(browser: Browser) -> Iterator[None]:
-    """Every journey ends with no console error and no request beyond 127.0.0.1."""
+def clean(browser: Browser, page: Any) -> Iterator[None]:
+    """Every journey ends with no console error, no request beyond 127.0.0.1 and no
+    JavaScript null or undefined shown as text."""
     browser.errors.clear()
     yield
     assert browser.errors == []
     assert browser.outside() == []
+    assert not re.search(r"\b(null|undefined|NaN)", page.inner_text("#main"))
 
 
 def test_the_launch_link_works_once_and_leaves_no_key_in_the_url(page: Any, site: Site,
@@ -189,9 +197,12 @@ def test_delete_then_purge(page: Any, site: Site) -> None:
 
 def test_the_graph_clicks_through_to_a_neighbour_and_its_memories(page: Any, site: Site) -> None:
     page.goto(page.url.split("#")[0] + "#/graph?entity=Alice")
-    expect(page.locator("svg.graph .node")).to_have_count(2)
+    expect(page.locator("svg.graph .node")).to_have_count(4)  # Acme, Lisbon; Bob (closed)
+    expect(page.locator("svg.graph .edge.closed")).to_have_count(1)
+    expect(page.locator("svg.graph .edge.closed title")).to_have_text("Alice KNOWS Bob (closed)")
+    expect(page.locator(".side .relations li.closed")).to_contain_text("Bob")
     page.select_option("select[aria-label=Depth]", "2")
-    expect(page.locator("svg.graph .node")).to_have_count(3)
+    expect(page.locator("svg.graph .node")).to_have_count(5)
     shot(page, "graph")
     page.locator("svg.graph .node[data-name=Acme]").click()
     expect(page.locator(".side h2")).to_have_text("Acme")

@@ -285,11 +285,26 @@ def get_entities_flow(scope: GraphScope, type: str | None, limit: int) -> Flow[l
     return [entity_model(e) for e in found]
 
 
-def entity_graph_flow(scope: GraphScope, names: Sequence[str], depth: int) -> Flow[EntityGraph]:
+def entity_graph_flow(scope: GraphScope, names: Sequence[str], depth: int,
+                      include_closed: bool = False) -> Flow[EntityGraph]:
     check_depth(depth)
     seeds = yield from _canonical(scope, names)
     sub: Subgraph = yield from ask(Neighbourhood(scope, seeds, depth))
+    if include_closed:
+        sub = yield from _with_closed(scope, sub)
     return graph_model(sub)
+
+
+def _with_closed(scope: GraphScope, sub: Subgraph) -> Flow[Subgraph]:
+    """``sub`` and the closed relations touching its entities, with their other ends."""
+    held = {e.id for e in sub.entities}
+    every = yield from ask(FindRelations(scope, include_closed=True))
+    closed = [r for r in every if r.valid_to is not None
+              and (r.source_id in held or r.target_id in held)]
+    ends = sorted({name for r in closed for name, id in ((r.source, r.source_id),
+                                                         (r.target, r.target_id)) if id not in held})
+    more = (yield from ask(FindEntities(scope, names=ends, limit=len(ends)))) if ends else []
+    return Subgraph(entities=[*sub.entities, *more], relations=[*sub.relations, *closed])
 
 
 def add_entity_flow(key: str, scope: GraphScope, name: str, type: str | None,

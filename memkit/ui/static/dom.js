@@ -28,6 +28,11 @@ export function s(tag, props, ...children) {
   return build(document.createElementNS(SVG, tag), props, children);
 }
 
+/** Append children to `el` as h() does: strings as text, null/false/undefined skipped. */
+export function append(el, ...children) {
+  return build(el, {}, children);
+}
+
 export function clear(el) {
   el.replaceChildren();
   return el;

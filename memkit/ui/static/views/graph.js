@@ -2,7 +2,7 @@
 // and memories beside it; click through to a neighbour.
 
 import {api} from '../api.js';
-import {fmtDate, h, s, scopeLabel} from '../dom.js';
+import {append, fmtDate, h, s, scopeLabel} from '../dom.js';
 import {layout} from '../layout.js';
 
 export const MAX_NODES = 1000;
@@ -66,7 +66,8 @@ function panZoom(svg, world) {
 async function details(name, graph, depth) {
   const entity = graph.entities.find(e => e.name === name);
   const relations = graph.relations.filter(r => r.source === name || r.target === name);
-  const ids = [...new Set(relations.flatMap(r => r.memory_ids))].slice(0, 20);
+  // An open relation's memories are current; a closed one's were ended (linked, not read).
+  const ids = [...new Set(relations.filter(r => !r.valid_to).flatMap(r => r.memory_ids))].slice(0, 20);
   const memories = (await Promise.all(ids.map(id =>
     api('GET', `/v1/memories/${encodeURIComponent(id)}/`).catch(() => null)))).filter(Boolean);
   const link = other => h('a', {href: `#/graph?entity=${encodeURIComponent(other)}&depth=${depth}`}, other);
@@ -75,28 +76,31 @@ async function details(name, graph, depth) {
     entity ? h('p', {class: 'muted'}, `${entity.type}${entity.summary ? ` · ${entity.summary}` : ''}`) : null,
     h('h3', {}, `Relations (${relations.length})`),
     h('ul', {class: 'relations'}, relations.map(r => h('li', {class: r.valid_to ? 'closed' : ''},
-      r.source === name ? [r.relation, ' → ', link(r.target)] : [link(r.source), ' → ', r.relation],
-      r.valid_to ? h('span', {class: 'muted'}, ` (closed ${fmtDate(r.valid_to)})`) : null))),
+      r.source === name ? [r.relation, ' → ', link(r.target)] : [link(r.source), ' ', r.relation, ' → ', name],
+      r.valid_to ? [h('span', {class: 'muted'}, ` (closed ${fmtDate(r.valid_to)}: `),
+                    r.memory_ids.map((id, i) => h('a', {href: `#/memory/${encodeURIComponent(id)}`}, `memory ${i + 1}`)),
+                    h('span', {class: 'muted'}, ')')] : null))),
     h('h3', {}, `Memories (${memories.length})`),
     memories.length ? h('ul', {}, memories.map(m => h('li', {}, h('a', {href: `#/memory/${encodeURIComponent(m.id)}`}, m.memory))))
       : h('p', {class: 'muted'}, 'No memory linked.'));
 }
 
 export async function renderGraph(ctx, root, _arg, params) {
-  root.append(h('h1', {tabindex: -1}, ctx.scope ? `Graph of ${scopeLabel(ctx.scope)}` : 'Graph'));
+  append(root, h('h1', {tabindex: -1}, ctx.scope ? `Graph of ${scopeLabel(ctx.scope)}` : 'Graph'));
   if (!ctx.scope) {
-    root.append(h('p', {}, 'Pick a scope above to see its entity graph.'));
+    append(root, h('p', {}, 'Pick a scope above to see its entity graph.'));
     return null;
   }
   const query = ctx.scopeQuery();
   const entities = await api('GET', '/v1/entities/', {query: {...query, limit: MAX_NODES}});
   if (!entities.length) {
-    root.append(h('p', {class: 'muted'}, 'No entities in this scope (a graph store and adds with infer fill it).'));
+    append(root, h('p', {class: 'muted'}, 'No entities in this scope (a graph store and adds with infer fill it).'));
     return null;
   }
   const depth = Math.min(3, Math.max(1, Number(params.get('depth') || 1)));
   const center = params.get('entity') || entities[0].name;
-  const graph = await api('GET', `/v1/entities/${encodeURIComponent(center)}/relations/`, {query: {...query, depth}});
+  const graph = await api('GET', `/v1/entities/${encodeURIComponent(center)}/relations/`,
+                          {query: {...query, depth, include_closed: true}});
   const kept = nearest(center, graph);
   const names = [...new Set([center, ...graph.entities.map(e => e.name)])].filter(n => kept.has(n));
   const relations = graph.relations.filter(r => kept.has(r.source) && kept.has(r.target));
@@ -142,7 +146,7 @@ export async function renderGraph(ctx, root, _arg, params) {
   }
   const controls = panZoom(svg, world);
   const capped = graph.entities.length > MAX_NODES;
-  root.append(
+  append(root, 
     h('div', {class: 'row toolbar'}, h('label', {class: 'field'}, h('span', {}, 'entity'), picker), depthPicker,
       h('button', {type: 'button', onclick: controls.zoomIn, 'aria-label': 'Zoom in'}, '+'),
       h('button', {type: 'button', onclick: controls.zoomOut, 'aria-label': 'Zoom out'}, '−'),

@@ -1,7 +1,7 @@
 // Memories of a scope: filters, pages, and search with its scores.
 
 import {api} from '../api.js';
-import {fmtDate, fmtNum, h, inScope, scopeLabel} from '../dom.js';
+import {append, fmtDate, fmtNum, h, inScope, scopeLabel} from '../dom.js';
 
 const PAGE = 50;
 const SEARCH_PAGE = 20;
@@ -119,15 +119,15 @@ async function list(ctx, params, filters) {
 }
 
 export async function renderMemories(ctx, root, _arg, params) {
-  root.append(h('h1', {tabindex: -1}, ctx.scope ? `Memories of ${scopeLabel(ctx.scope)}` : 'Memories'));
+  append(root, h('h1', {tabindex: -1}, ctx.scope ? `Memories of ${scopeLabel(ctx.scope)}` : 'Memories'));
   if (!ctx.scope) {
-    root.append(h('p', {}, 'Pick a scope above to list its memories.'));
+    append(root, h('p', {}, 'Pick a scope above to list its memories.'));
     return null;
   }
   const filters = filterOf(params);
   const types = ['observation', 'decision', 'learning', 'error', 'pattern', 'preference', 'fact',
                  'procedure', 'task'];
-  root.append(form(ctx, params, types));
-  root.append(...(params.get('q') ? await search(ctx, params, filters) : await list(ctx, params, filters)));
+  append(root, form(ctx, params, types));
+  append(root, ...(params.get('q') ? await search(ctx, params, filters) : await list(ctx, params, filters)));
   return {refreshOn: event => !params.get('q') && inScope(ctx.scope, event)};
 }

@@ -1,7 +1,7 @@
 // One memory: its text, metadata and validity, its versions and history, and what to do with it.
 
 import {api} from '../api.js';
-import {confirmButton, diffView, fmtDate, fmtNum, h, scopeLabel} from '../dom.js';
+import {append, confirmButton, diffView, fmtDate, fmtNum, h, scopeLabel} from '../dom.js';
 
 const REVERTIBLE = new Set(['ADD', 'UPDATE', 'DELETE']);
 
@@ -90,7 +90,7 @@ export async function renderMemory(ctx, root, id) {
   const rerender = message => { ctx.go(`#/memory/${encodeURIComponent(id)}`); if (message) setTimeout(() => ctx.say(message), 50); };
   const shown = item || versions?.[versions.length - 1];
   if (!shown && !rows) {
-    root.append(h('h1', {tabindex: -1}, 'No such memory'), h('p', {}, `Nothing is stored under ${id} (purged?).`));
+    append(root, h('h1', {tabindex: -1}, 'No such memory'), h('p', {}, `Nothing is stored under ${id} (purged?).`));
     return null;
   }
   const actions = h('div', {class: 'actions'});
@@ -120,7 +120,7 @@ export async function renderMemory(ctx, root, id) {
       setTimeout(() => ctx.say('Purged: the memory and its past versions are gone for good.'), 50);
     } catch (error) { ctx.fail(error); }
   }, {class: 'danger'}));
-  root.append(
+  append(root, 
     h('h1', {tabindex: -1}, item ? 'Memory' : last && last.id !== id ? 'A past version' : 'Memory (no longer valid)'),
     shown ? h('blockquote', {class: 'memory-text'}, shown.memory) : null,
     actions, slot,

@@ -1,14 +1,14 @@
 // Sections of indexed notes (Memory.index_folder), by file, with their lines.
 
 import {api} from '../api.js';
-import {h, inScope, scopeLabel} from '../dom.js';
+import {append, h, inScope, scopeLabel} from '../dom.js';
 
 const PAGE = 200;
 
 export async function renderNotes(ctx, root, _arg, params) {
-  root.append(h('h1', {tabindex: -1}, ctx.scope ? `Notes of ${scopeLabel(ctx.scope)}` : 'Notes'));
+  append(root, h('h1', {tabindex: -1}, ctx.scope ? `Notes of ${scopeLabel(ctx.scope)}` : 'Notes'));
   if (!ctx.scope) {
-    root.append(h('p', {}, 'Pick a scope above to see its indexed notes.'));
+    append(root, h('p', {}, 'Pick a scope above to see its indexed notes.'));
     return null;
   }
   const offset = Number(params.get('offset') || 0);
@@ -21,19 +21,19 @@ export async function renderNotes(ctx, root, _arg, params) {
     files.get(path).push(item);
   }
   if (!files.size) {
-    root.append(h('p', {class: 'muted'}, 'No indexed notes in this scope (memkit index-folder, or POST /v1/index/).'));
+    append(root, h('p', {class: 'muted'}, 'No indexed notes in this scope (memkit index-folder, or POST /v1/index/).'));
     return null;
   }
   for (const [path, items] of [...files].sort(([a], [b]) => a.localeCompare(b))) {
     items.sort((a, b) => (a.metadata.line_start || 0) - (b.metadata.line_start || 0));
-    root.append(h('section', {class: 'note-file'}, h('h2', {}, path),
+    append(root, h('section', {class: 'note-file'}, h('h2', {}, path),
       h('ul', {}, items.map(item => h('li', {},
         h('span', {class: 'where'}, `${path}:${item.metadata.line_start}–${item.metadata.line_end}`), ' ',
         item.metadata.heading ? h('strong', {}, item.metadata.heading) : null, ' ',
         h('a', {href: `#/memory/${encodeURIComponent(item.id)}`}, item.memory))))));
   }
   if (page.next_offset !== null) {
-    root.append(h('a', {class: 'button', href: `#/notes?offset=${page.next_offset}`}, 'More notes →'));
+    append(root, h('a', {class: 'button', href: `#/notes?offset=${page.next_offset}`}, 'More notes →'));
   }
   return {refreshOn: event => inScope(ctx.scope, event)};
 }

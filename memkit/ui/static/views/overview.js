@@ -2,7 +2,7 @@
 
 import {api} from '../api.js';
 import {bars, columns, growth} from '../charts.js';
-import {fmtDate, h, scopeLabel} from '../dom.js';
+import {append, fmtDate, h, scopeLabel} from '../dom.js';
 
 const BINS = Array.from({length: 10}, (_, i) => (i / 10).toFixed(1));
 
@@ -22,7 +22,7 @@ export async function renderOverview(ctx, root) {
   const typeRows = Object.entries(stats.by_type).map(([type, n]) => [type, n]);
   const entityRows = Object.entries(stats.top_entities).map(([name, n]) =>
     [name, n, `#/graph?entity=${encodeURIComponent(name)}`]);
-  root.append(
+  append(root, 
     h('h1', {tabindex: -1}, ctx.scope ? `Overview of ${scopeLabel(ctx.scope)}` : 'Overview of every scope'),
     h('section', {class: 'cards', 'aria-label': 'Memories by state'},
       h('div', {class: 'card total'}, h('span', {class: 'big'}, String(stats.memories)), h('span', {}, 'memories')),

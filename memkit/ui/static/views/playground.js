@@ -1,7 +1,7 @@
 // Playground: a conversation in, the extracted facts and the decisions out (a dry run), then apply.
 
 import {api} from '../api.js';
-import {h, scopeLabel} from '../dom.js';
+import {append, h, scopeLabel} from '../dom.js';
 
 const ROLE = /^(user|assistant|system)\s*:\s*(.*)$/i;
 
@@ -68,7 +68,7 @@ export async function renderPlayground(ctx, root) {
       ctx.say(`Applied: ${result.results.filter(e => e.event !== 'NONE').length} changes.`);
     } catch (error) { ctx.fail(error); }
   });
-  root.append(h('h1', {tabindex: -1}, 'Playground'),
+  append(root, h('h1', {tabindex: -1}, 'Playground'),
     h('p', {class: 'muted'}, `The dry run shows what the LLM extracts and decides against what ${
       ctx.scope ? scopeLabel(ctx.scope) : 'the scope'} holds; Apply runs the same add for real (a model may decide differently the second time: the applied result is shown).`),
     form, out);

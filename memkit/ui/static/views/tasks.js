@@ -1,15 +1,15 @@
 // Tasks of a scope by status; the status of each can be changed here.
 
 import {api} from '../api.js';
-import {fmtDate, h, inScope, scopeLabel} from '../dom.js';
+import {append, fmtDate, h, inScope, scopeLabel} from '../dom.js';
 
 const STATUSES = ['open', 'in_progress', 'done', 'cancelled'];
 const LANE = 100;  // the newest of each status
 
 export async function renderTasks(ctx, root) {
-  root.append(h('h1', {tabindex: -1}, ctx.scope ? `Tasks of ${scopeLabel(ctx.scope)}` : 'Tasks'));
+  append(root, h('h1', {tabindex: -1}, ctx.scope ? `Tasks of ${scopeLabel(ctx.scope)}` : 'Tasks'));
   if (!ctx.scope) {
-    root.append(h('p', {}, 'Pick a scope above to see its tasks.'));
+    append(root, h('p', {}, 'Pick a scope above to see its tasks.'));
     return null;
   }
   const lanes = await Promise.all(STATUSES.map(status =>
@@ -34,6 +34,6 @@ export async function renderTasks(ctx, root) {
                  h('div', {class: 'row'}, select, h('span', {class: 'muted'}, fmtDate(task.created_at))));
       })));
   }));
-  root.append(lanes.some(lane => lane.results.length) ? board : h('p', {class: 'muted'}, 'No tasks in this scope.'));
+  append(root, lanes.some(lane => lane.results.length) ? board : h('p', {class: 'muted'}, 'No tasks in this scope.'));
   return {refreshOn: event => inScope(ctx.scope, event)};
 }
