@@ -157,7 +157,10 @@ CAPABILITIES: tuple[Capability, ...] = (
     _cap("get_entities", ("GET /v1/entities/",), "search_entities", None,
          absent={"cli": "memkit graph export writes every entity with its relations"}),
     _cap("get_entity_graph", ("GET /v1/entities/{name}/relations/",), "get_entity_graph",
-         "graph show", defaults={"depth": "two hops make a readable tree on a terminal"}),
+         "graph show", defaults={"depth": "two hops make a readable tree on a terminal"},
+         skipped={"include_closed": {
+             "tool": "a model reasons over the relations that hold now; ended ones are history",
+             "cli": "graph show prints what holds now; the dashboard and REST show ended relations"}}),
     _cap("add_entity", ("POST /v1/entities/", "PUT /v1/entities/{name}/"), "create_entities",
          None, absent={"cli": _GRAPH_CLI}, renamed=_each("entities", "name", "type", "summary")),
     _cap("add_relation", ("POST /v1/entities/{name}/relations/",), "create_relations", None,

@@ -121,5 +121,6 @@ async def list_relations(grant: Auth, mem: Mem, user_id: Id = None, agent_id: Id
     entities = await mem.get_entities(**scope, type=type, limit=100_000)
     if not entities:
         return []
-    graph = await mem.get_entity_graph([e.name for e in entities], depth=0, **scope)
+    graph = await mem.get_entity_graph([e.name for e in entities], depth=0, include_closed=False,
+                                       **scope)
     return graph.relations[:limit]
