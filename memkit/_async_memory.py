@@ -320,10 +320,12 @@ class AsyncMemory(Client):
 
     async def get_entity_graph(self, name: str | list[str], *, depth: int = 1,
                                user_id: str | None = None, agent_id: str | None = None,
-                               run_id: str | None = None, include_closed: bool = False) -> EntityGraph:
+                               run_id: str | None = None, include_closed: bool = False,
+                               include_memories: bool = False) -> EntityGraph:
         """See :meth:`Memory.get_entity_graph`."""
-        return await self._runtime.arun(requests.get_entity_graph(self._settings, name, depth, user_id, agent_id,
-                                                                  run_id, include_closed))
+        return await self._runtime.arun(requests.get_entity_graph(
+            self._settings, name, depth, user_id, agent_id, run_id, include_closed,
+            include_memories))
 
     async def add_entity(self, name: str, *, type: str | None = None,
                          summary: str | None = None, user_id: str | None = None,

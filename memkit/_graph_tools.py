@@ -42,6 +42,8 @@ class _NamesArgs(ScopeArgs):
 class _EntityGraphArgs(ScopeArgs):
     name: Annotated[str, Field(min_length=1, description="The entity to start from.")]
     depth: Annotated[int, Field(ge=0, le=3, description="Relations to follow (0-3).")] = 1
+    include_memories: Annotated[bool, Field(description=(
+        "true: also the memories the relations came from."))] = False
 
 
 class _SearchEntitiesArgs(ScopeArgs):
@@ -87,7 +89,9 @@ def _plan_delete_relations(a: _RelationsArgs, scope: Json) -> Plan:
 
 
 def _plan_entity_graph(a: _EntityGraphArgs, scope: Json) -> Plan:
-    return single("get_entity_graph", (a.name,), {"depth": a.depth, **scope}, dump)
+    return single("get_entity_graph", (a.name,), {"depth": a.depth,
+                                                  "include_memories": a.include_memories,
+                                                  **scope}, dump)
 
 
 def _plan_search_entities(a: _SearchEntitiesArgs, scope: Json) -> Plan:

@@ -405,12 +405,16 @@ class Memory(Client):
 
     def get_entity_graph(self, name: str | list[str], *, depth: int = 1,
                          user_id: str | None = None, agent_id: str | None = None,
-                         run_id: str | None = None, include_closed: bool = False) -> EntityGraph:
+                         run_id: str | None = None, include_closed: bool = False,
+                         include_memories: bool = False) -> EntityGraph:
         """The entities within ``depth`` (0-3) open relations of ``name`` (one name or a
         list), and the open relations among them. ``include_closed`` adds the closed
-        relations (``valid_to`` set) touching those entities, and their other ends."""
-        return self._runtime.run(requests.get_entity_graph(self._settings, name, depth, user_id, agent_id, run_id,
-                                                           include_closed))
+        relations (``valid_to`` set) touching those entities, and their other ends.
+        ``include_memories``: ``.memories`` holds the current memories those relations came
+        from (``depth=1``: what the memories say about ``name`` and its neighbours)."""
+        return self._runtime.run(requests.get_entity_graph(
+            self._settings, name, depth, user_id, agent_id, run_id, include_closed,
+            include_memories))
 
     def add_entity(self, name: str, *, type: str | None = None, summary: str | None = None,
                    user_id: str | None = None, agent_id: str | None = None,

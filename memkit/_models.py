@@ -183,10 +183,12 @@ class GraphEntity(_Model):
 
 
 class EntityGraph(_Model):
-    """Entities and the open relations among them."""
+    """Entities and the open relations among them; with ``include_memories``, the current
+    memories the relations came from."""
 
     entities: list[GraphEntity] = Field(default_factory=list)
     relations: list[GraphRelation] = Field(default_factory=list)
+    memories: list[MemoryItem] = Field(default_factory=list)
 
 
 class AddResult(_Model):

@@ -165,7 +165,8 @@ def test_graph_tools_run_on_a_memory_with_a_graph_store(mode: str) -> None:
     call("create_relations", relations=[
         {"source": "Alice", "relation": "works at", "target": "Acme"},
         {"source": "Acme", "relation": "based in", "target": "Berlin"}])
-    graph = call("get_entity_graph", name="alice", depth=2)
+    graph = call("get_entity_graph", name="alice", depth=2, include_memories=True)
+    assert graph["memories"] == []  # relations written directly have no memory behind them
     assert sorted(e["name"] for e in graph["entities"]) == ["Acme", "Alice", "Berlin"]  # type: ignore[attr-defined]
     found = call("search_entities", query="Where does Alice work?")
     assert {e["name"] for e in found["entities"]} >= {"Alice", "Acme"}  # type: ignore[attr-defined]

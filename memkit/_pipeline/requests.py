@@ -421,10 +421,11 @@ def get_entities(s: Settings, type: str | None, limit: int, user_id: str | None,
 
 def get_entity_graph(s: Settings, name: str | list[str], depth: int, user_id: str | None,
                       agent_id: str | None, run_id: str | None,
-                      include_closed: bool = False) -> Flow[EntityGraph]:
+                      include_closed: bool = False,
+                      include_memories: bool = False) -> Flow[EntityGraph]:
     names = [name] if isinstance(name, str) else list(name)
     return entity_graph_flow(_graph_scope(s, user_id, agent_id, run_id)[1], names, depth,
-                             bool(include_closed))
+                             bool(include_closed), s.now() if include_memories else None)
 
 
 def add_entity(s: Settings, name: str, type: str | None, summary: str | None,

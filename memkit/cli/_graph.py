@@ -20,6 +20,8 @@ def show(
     name: Annotated[str, typer.Argument(help="The entity to start from.")],
     depth: Annotated[int, typer.Option(min=0, max=3, help="Hops to follow.")] = 2,
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    include_memories: Annotated[bool, typer.Option(
+        "--memories", help="Also list the memories the relations came from.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """An entity's neighbourhood, as a tree of relations."""
@@ -27,7 +29,7 @@ def show(
         if memory.graph_store is None:
             fail("no graph store is configured (set graph_store in the config)")
         graph = memory.get_entity_graph(name, depth=depth, user_id=user_id, agent_id=agent_id,
-                                        run_id=run_id)
+                                        run_id=run_id, include_memories=include_memories)
     data = graph.model_dump(mode="json")
     if as_json:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
@@ -47,6 +49,8 @@ def show(
     tree = Tree(f"[bold]{root_name}[/] ({types.get(root_name, 'unknown')})")
     _grow(tree, root_name, edges, types, depth, {root_name})
     Console().print(tree)
+    for item in data["memories"]:
+        print(f"  {item['id']}  {item['memory']}")
 
 
 def _grow(node: Any, name: str, edges: dict[str, list[tuple[str, str]]], types: dict[str, str],
@@ -71,7 +75,7 @@ def export(
     with _memory(ctx) as memory:
         if memory.graph_store is None:
             fail("no graph store is configured (set graph_store in the config)")
-        scope = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+        scope: dict[str, Any] = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
         entities = memory.get_entities(**scope, limit=limit)
         graph = memory.get_entity_graph([e.name for e in entities], depth=0, user_id=user_id,
                                         agent_id=agent_id, run_id=run_id)

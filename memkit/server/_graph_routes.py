@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from memkit import EntityGraph, GraphEntity, GraphRelation, NotFoundError
+from memkit import EntityGraph, GraphEntity, GraphRelation, MemoryItem, NotFoundError
 from memkit.server._auth import scope_for
 from memkit.server._errors import ERROR_RESPONSES
 from memkit.server._routes import Auth, Mem
@@ -86,9 +86,25 @@ async def entity_graph(name: str, grant: Auth, mem: Mem, user_id: Id = None, age
                        depth: Annotated[int, Query(ge=0, le=3)] = 1,
                        include_closed: Annotated[bool, Query(
                            description="Also the closed relations touching these entities")]
-                       = False) -> EntityGraph:
-    scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
-    return await mem.get_entity_graph(name, **scope, depth=depth, include_closed=include_closed)
+                       = False,
+                       include_memories: Annotated[bool, Query(
+                           description="Also the memories the relations came from")] = False,
+                       ) -> EntityGraph:
+    scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    return await mem.get_entity_graph(name, **scope, depth=depth, include_closed=include_closed,
+                                      include_memories=include_memories)
+
+
+@graph_router.get("/{name}/memories/", response_model=list[MemoryItem],
+                  summary="The memories about an entity")
+async def entity_memories(name: str, grant: Auth, mem: Mem, user_id: Id = None,
+                          agent_id: Id = None, run_id: Id = None) -> list[MemoryItem]:
+    """The current memories behind the entity's open relations (404 for an unknown entity)."""
+    scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    graph = await mem.get_entity_graph(name, **scope, depth=1, include_memories=True)
+    if not graph.entities:
+        raise NotFoundError(f"no entity called {name!r} in this scope")
+    return graph.memories
 
 
 @graph_router.post("/{name}/relations/", response_model=GraphRelation,
@@ -117,7 +133,7 @@ async def list_relations(grant: Auth, mem: Mem, user_id: Id = None, agent_id: Id
                          limit: Annotated[int, Query(ge=1, le=1000)] = 100
                          ) -> list[GraphRelation]:
     """The open relations among the scope's entities (of ``type``), at most ``limit``."""
-    scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
     entities = await mem.get_entities(**scope, type=type, limit=100_000)
     if not entities:
         return []

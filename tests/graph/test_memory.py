@@ -477,3 +477,25 @@ def test_reembed_moves_the_entity_names_to_the_new_model(make: Any) -> None:
     result = m.add("I like Google Cloud", user_id="alice")  # resolved by the new name vectors
     assert triples(result.relations) == [("user", "LIKES", "Google")]
 
+
+
+def test_an_entity_graph_includes_the_memories_behind_its_relations(make: Any) -> None:
+    llm = ScriptedLLM([
+        extraction(["Alice works at Acme"], [rel("Alice", "works at", "Acme")]),
+        extraction(["Acme is based in Berlin"], [rel("Acme", "based in", "Berlin",
+                                                     "organization", "city")]),
+        {"memory": [{"event": "ADD", "text": "Acme is based in Berlin"}]},
+    ])
+    m = make(llm)
+    [work] = m.add("Alice works at Acme", user_id="u").results
+    [based] = m.add("Acme is based in Berlin", user_id="u").results
+    m.add_relation("Alice", "knows", "Bob", user_id="u")  # no memory behind it
+    assert m.get_entity_graph("Alice", user_id="u").memories == []  # only when asked
+    near = m.get_entity_graph("Alice", user_id="u", include_memories=True)
+    assert [i.memory for i in near.memories] == ["Alice works at Acme"]
+    far = m.get_entity_graph("Alice", depth=2, user_id="u", include_memories=True)
+    assert sorted(i.id for i in far.memories) == sorted([work.id, based.id])
+    m.delete(work.id)  # an ended memory is no longer listed
+    assert m.get_entity_graph("Acme", user_id="u", include_memories=True).memories[0].id \
+        == based.id
+    assert m.get_entity_graph("Alice", user_id="v", include_memories=True).memories == []

@@ -82,3 +82,26 @@ def test_entities_are_created_and_updated_and_relations_listed(tmp_path: Path) -
         assert len(alice.get("/v1/relations/", params={"limit": 1}).json()) == 1
         assert alice.get("/v1/relations/", params={"type": "organisation"}).json() == []
         assert bob.get("/v1/relations/").json() == []
+
+
+def test_an_entitys_memories_over_http(tmp_path: Path) -> None:
+    from memkit.testing import ScriptedLLM
+
+    rel = {"source": "Alice", "relation": "works at", "target": "Acme"}
+    store = SQLiteStore(str(tmp_path / "memkit.db"))
+    memory = AsyncMemory(llm=ScriptedLLM([{"facts": ["Alice works at Acme"],
+                                           "relations": [rel]}]),
+                         embedder=HashEmbedder(), vector_store=store, graph_store=store.graph())
+    with serving(create_app(memory, api_keys=KEYS)) as url:
+        alice = httpx.Client(base_url=url, headers={"Authorization": "Bearer alice-key"})
+        bob = httpx.Client(base_url=url, headers={"Authorization": "Bearer bob-key"})
+        [event] = alice.post("/v1/memories/", json={"messages": "Alice works at Acme"}
+                             ).json()["results"]
+        about = alice.get("/v1/entities/acme/memories/").json()
+        assert [(m["id"], m["memory"]) for m in about] == [(event["id"], "Alice works at Acme")]
+        graph = alice.get("/v1/entities/Alice/relations/",
+                          params={"include_memories": True}).json()
+        assert [m["id"] for m in graph["memories"]] == [event["id"]]
+        assert alice.get("/v1/entities/Alice/relations/").json()["memories"] == []
+        assert alice.get("/v1/entities/nobody/memories/").status_code == 404
+        assert bob.get("/v1/entities/Acme/memories/").status_code == 404

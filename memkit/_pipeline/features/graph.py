@@ -44,6 +44,7 @@ from memkit._pipeline.effects import (
     FindEntities,
     FindRelations,
     Flow,
+    Get,
     Neighbourhood,
     ResolveNames,
     SetNameVectors,
@@ -55,6 +56,7 @@ from memkit._pipeline.effects import (
     ask_write,
 )
 from memkit._pipeline.write.apply import Applied, apply_flow, transaction
+from memkit._pipeline.write.versions import is_valid
 from memkit._time import to_datetime
 from memkit.graph.base import (
     Entity,
@@ -69,7 +71,7 @@ from memkit.graph.base import (
     entity_id,
     relation_type,
 )
-from memkit.stores.base import WriteBatch
+from memkit.stores.base import Record, WriteBatch
 
 MAX_RELATIONS = 100
 """Relations taken from one extraction answer; the rest are reported and skipped."""
@@ -286,13 +288,23 @@ def get_entities_flow(scope: GraphScope, type: str | None, limit: int) -> Flow[l
 
 
 def entity_graph_flow(scope: GraphScope, names: Sequence[str], depth: int,
-                      include_closed: bool = False) -> Flow[EntityGraph]:
+                      include_closed: bool = False,
+                      memories_at: str | None = None) -> Flow[EntityGraph]:
+    """``memories_at``: also the memories behind the relations that are valid then."""
     check_depth(depth)
     seeds = yield from _canonical(scope, names)
     sub: Subgraph = yield from ask(Neighbourhood(scope, seeds, depth))
     if include_closed:
         sub = yield from _with_closed(scope, sub)
-    return graph_model(sub)
+    graph = graph_model(sub)
+    if memories_at is None:
+        return graph
+    items = []
+    for memory_id in dict.fromkeys(m for r in sub.relations for m in r.memory_ids):
+        record: Record | None = yield from ask(Get(memory_id))
+        if record is not None and is_valid(record, memories_at):
+            items.append(record.to_item())
+    return graph.model_copy(update={"memories": items})
 
 
 def _with_closed(scope: GraphScope, sub: Subgraph) -> Flow[Subgraph]:
