@@ -177,6 +177,10 @@ class Client:
     def graph_store(self) -> GraphStore | None:
         return self._runtime.graph
 
+    @property
+    def history_store(self) -> HistoryStore:
+        return self._runtime.history
+
     def _watch(self, path: str | PathLike[str], max_file_bytes: int, debounce_ms: int,
                on_index: Callable[[IndexResult], Any] | None, user_id: str | None,
                agent_id: str | None, run_id: str | None) -> FolderWatch:

@@ -73,19 +73,13 @@ def test_no_front_door_reaches_into_private_runtime() -> None:
     from pathlib import Path
 
     root = Path(memkit.__file__).parent
-    for package in ("cli", "server", "mcp"):
+    for package in ("cli", "server", "mcp", "integrations", "ui"):
         for path in (root / package).glob("*.py"):
             text = path.read_text(encoding="utf-8")
             for private in ("._runtime", "memkit._memory", "memkit._pipeline", "server._auth"):
                 if package == "server" and private == "server._auth":
                     continue
                 assert private not in text, f"{path.name} uses {private}"
-
-
-#: what integrations still import from memkit's private modules; issue 23 moves these
-#: behind the public API (the LangGraph store needs the filter conjunction and the
-#: store's timestamp format). Nothing may be added here.
-INTEGRATION_REACH_INS = {("langgraph.py", "memkit._filters"), ("langgraph.py", "memkit._time")}
 
 
 def test_integrations_use_only_the_public_api() -> None:
@@ -104,7 +98,7 @@ def test_integrations_use_only_the_public_api() -> None:
                 if private and not module.startswith("memkit.integrations._"):
                     found.add((path.name, module))
     assert len(list(root.glob("*.py"))) >= 9
-    assert found == INTEGRATION_REACH_INS
+    assert found == set()
 
 
 PROBE = """

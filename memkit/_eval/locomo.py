@@ -327,7 +327,7 @@ def _view(base: Memory, embedder: Embedder, search: dict[str, Any] | None = None
     if search is not None:
         config = config.model_copy(update={"search": SearchConfig.model_validate(search)})
     return Memory(config, llm=base.llm, embedder=embedder, vector_store=base.vector_store,
-                  history=base._runtime.history)
+                  history=base.history_store)
 
 
 def run_locomo(

@@ -25,6 +25,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,9 +51,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("langgraph is not installed; install it with: "
                       "pip install 'memkit-ai[langgraph]'") from exc
 
-from memkit import Condition, Filter, MemkitError
-from memkit._filters import all_of
-from memkit._time import to_datetime, to_iso, utcnow
+from memkit import And, Condition, Filter, MemkitError
 from memkit.embeddings.base import Embedder, Matrix, normalise
 from memkit.stores.base import Record, VectorStore
 from memkit.tools import MemoryTools
@@ -97,8 +96,10 @@ def _eq(name: str, value: Any) -> Condition:
     return Condition(field=name, operator="eq", value=value)
 
 
-def _prefix_filter(prefix: Sequence[str]) -> Filter | None:
-    return all_of(_eq("lg_item", True), *(_eq(f"lg_ns{i}", label) for i, label in enumerate(prefix)))
+def _prefix_filter(prefix: Sequence[str]) -> Filter:
+    if not prefix:
+        return _eq("lg_item", True)
+    return And(items=(_eq("lg_item", True), *(_eq(f"lg_ns{i}", label) for i, label in enumerate(prefix))))
 
 
 def _matches(value: dict[str, Any], conditions: dict[str, Any] | None) -> bool:
@@ -198,7 +199,8 @@ class MemkitStore(BaseStore):
     def _fields(record: Record) -> dict[str, Any]:
         meta = record.metadata
         return {"namespace": tuple(meta["lg_namespace"]), "key": meta["lg_key"], "value": meta["lg_value"],
-                "created_at": to_datetime(record.created_at), "updated_at": to_datetime(record.updated_at)}
+                "created_at": datetime.fromisoformat(record.created_at),
+                "updated_at": datetime.fromisoformat(record.updated_at)}
 
     def _item(self, record: Record) -> Item:
         return Item(**self._fields(record))
@@ -220,13 +222,13 @@ class MemkitStore(BaseStore):
                 return out
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        items = [r for r in self._records(all_of(_prefix_filter(op.namespace_prefix), _eq("lg_part", 0)))
+        items = [r for r in self._records(And(items=(_prefix_filter(op.namespace_prefix), _eq("lg_part", 0))))
                  if _matches(r.metadata["lg_value"], op.filter)]
         items.sort(key=lambda r: (r.created_at, r.metadata["lg_key"]))
         if not op.query:
             return [self._search_item(r) for r in items[op.offset: op.offset + op.limit]]
         wanted = {r.id for r in items}
-        indexed = all_of(_prefix_filter(op.namespace_prefix), _eq("lg_indexed", True))
+        indexed = And(items=(_prefix_filter(op.namespace_prefix), _eq("lg_indexed", True)))
         total = self.vector_store.count(indexed)
         best: dict[str, tuple[float, Record]] = {}
         if total:
@@ -249,7 +251,7 @@ class MemkitStore(BaseStore):
             if condition.match_type == "prefix" and "*" not in condition.path:
                 prefix = tuple(condition.path)
         found: set[tuple[str, ...]] = set()
-        for record in self._records(all_of(_prefix_filter(prefix), _eq("lg_part", 0))):
+        for record in self._records(And(items=(_prefix_filter(prefix), _eq("lg_part", 0)))):
             namespace = tuple(record.metadata["lg_namespace"])
             if all(_namespace_matches(namespace, c.match_type, tuple(c.path)) for c in op.match_conditions or ()):
                 found.add(namespace[: op.max_depth] if op.max_depth is not None else namespace)
@@ -278,7 +280,7 @@ class MemkitStore(BaseStore):
                 continue
             texts = self._texts(op.value, op.index)
             vectors = self.embedder.embed(texts) if texts else np.array([self._blank])
-            now = to_iso(utcnow())
+            now = datetime.now(UTC).isoformat(timespec="microseconds")  # a Record's timestamp
             created = old.created_at if old is not None else now
             base = {"lg_item": True, "lg_namespace": list(op.namespace), "lg_key": op.key,
                     "lg_value": op.value, "lg_indexed": bool(texts), "lg_parts": len(vectors),
