@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -138,8 +139,20 @@ def _table(rows: list[dict[str, Any]], columns: list[str], title: str | None = N
         else:
             table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+        table.add_row(*(_cell(row.get(c)) for c in columns))
     Console().print(table)
+
+
+_ISO_TIME = re.compile(r"^(\d{4}-\d\d-\d\d)T(\d\d:\d\d)(:\d\d(\.\d+)?)?(Z|[+-]00:00)$")
+
+
+def _cell(value: Any) -> str:
+    """A table cell: times in UTC to the minute (``--json`` keeps them whole), None blank."""
+    if value is None:
+        return ""
+    text = str(value)
+    match = _ISO_TIME.match(text)
+    return f"{match.group(1)} {match.group(2)}" if match else text
 
 
 @app.callback()
