@@ -66,6 +66,7 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert "top_k" in page and "HistoryList" in page
 
 
+@pytest.mark.slow  # subprocesses: the full tier runs it
 def test_generated_pages_match_the_code() -> None:
     """README's and the docs' store lists and docs/api.md are generated from the code."""
     import subprocess

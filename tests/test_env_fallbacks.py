@@ -12,7 +12,7 @@ import pytest
 
 from memkit import ConfigError, Memory, VectorStoreError
 from memkit.testing import HashEmbedder, ScriptedLLM
-from tests.conftest import engine_address, unique_name
+from tests.conftest import unique_name
 
 _VARIABLES = ("QDRANT_URL", "QDRANT_HOST", "QDRANT_PORT", "QDRANT_API_KEY", "CHROMA_URL",
               "CHROMA_HOST", "CHROMA_PORT", "NEO4J_URI", "NEO4J_URL", "NEO4J_USERNAME",
@@ -36,8 +36,9 @@ def _memory(store: dict[str, object]) -> Memory:
     return Memory({"vector_store": store}, llm=ScriptedLLM(), embedder=HashEmbedder())
 
 
-def test_chroma_host_and_port_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    server = urlparse(engine_address("MEMKIT_TEST_CHROMA_URL"))
+def test_chroma_host_and_port_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                                   chroma_url: str) -> None:
+    server = urlparse(chroma_url)
     monkeypatch.setenv("CHROMA_HOST", str(server.hostname))
     monkeypatch.setenv("CHROMA_PORT", str(server.port))
     name = unique_name("envchroma")
@@ -49,9 +50,9 @@ def test_chroma_host_and_port_from_the_environment(monkeypatch: pytest.MonkeyPat
 
 
 def test_chroma_url_from_the_environment_and_an_explicit_path_wins(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: object,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: object, chroma_url: str,
 ) -> None:
-    monkeypatch.setenv("CHROMA_URL", engine_address("MEMKIT_TEST_CHROMA_URL"))
+    monkeypatch.setenv("CHROMA_URL", chroma_url)
     name = unique_name("envchroma")
     with _memory({"provider": "chroma", "config": {"collection_name": name}}) as server:
         server.add("Likes rye bread", user_id="alice", infer=False)

@@ -106,6 +106,7 @@ def _env() -> dict[str, str]:
     return env | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))}
 
 
+@pytest.mark.slow  # subprocesses: the full tier runs it
 def test_the_command_estimates_then_adds_answers_and_judges(
     data: Path, tmp_path: Path, stub: StubLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -77,6 +77,7 @@ def test_a_refused_connection_names_the_url_fast() -> None:
     assert "Is the server running?" in str(caught.value)
 
 
+@pytest.mark.slow  # subprocesses: the full tier runs it
 def test_cli_says_the_flag_not_the_python_argument(tmp_path: Path) -> None:
     from tests.cli.test_commands import memkit as run_memkit
 
@@ -105,6 +106,7 @@ def test_reprs_fit_one_terminal_line() -> None:
     assert "source=chat" in added._repr_html_()
 
 
+@pytest.mark.slow  # subprocesses: the full tier runs it
 def test_py_typed_ships_so_mypy_checks_user_code(tmp_path: Path) -> None:
     assert (Path(memkit.__file__).parent / "py.typed").is_file()
     snippet = tmp_path / "snippet.py"
@@ -119,6 +121,7 @@ def test_py_typed_ships_so_mypy_checks_user_code(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
 
 
+@pytest.mark.slow  # subprocesses: the full tier runs it
 def test_mcp_in_a_terminal_says_it_waits_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     import os
     import pty

@@ -25,6 +25,7 @@ def _memory(llm: ScriptedLLM | None = None) -> Memory:
     return Memory(llm=llm or ScriptedLLM(), embedder=HashEmbedder(), vector_store=InMemoryStore())
 
 
+@pytest.mark.slow  # subprocesses: the full tier runs it
 def test_example_agent_remembers_a_run_and_sees_it_in_the_next(tmp_path: Path) -> None:
     out = run_example("agno_agent.py", tmp_path)
     assert "memkit holds: [\"I'm vegetarian and allergic to peanuts.\"]" in out
