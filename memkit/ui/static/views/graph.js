@@ -63,13 +63,12 @@ function panZoom(svg, world) {
   };
 }
 
-async function details(name, graph, depth) {
+function details(name, graph, depth) {
   const entity = graph.entities.find(e => e.name === name);
   const relations = graph.relations.filter(r => r.source === name || r.target === name);
-  // An open relation's memories are current; a closed one's were ended (linked, not read).
-  const ids = [...new Set(relations.filter(r => !r.valid_to).flatMap(r => r.memory_ids))].slice(0, 20);
-  const memories = (await Promise.all(ids.map(id =>
-    api('GET', `/v1/memories/${encodeURIComponent(id)}/`).catch(() => null)))).filter(Boolean);
+  // The current memories behind its open relations (a closed one's memories are linked).
+  const ids = new Set(relations.filter(r => !r.valid_to).flatMap(r => r.memory_ids));
+  const memories = graph.memories.filter(m => ids.has(m.id));
   const link = other => h('a', {href: `#/graph?entity=${encodeURIComponent(other)}&depth=${depth}`}, other);
   return h('div', {},
     h('h2', {}, name),
@@ -100,7 +99,7 @@ export async function renderGraph(ctx, root, _arg, params) {
   const depth = Math.min(3, Math.max(1, Number(params.get('depth') || 1)));
   const center = params.get('entity') || entities[0].name;
   const graph = await api('GET', `/v1/entities/${encodeURIComponent(center)}/relations/`,
-                          {query: {...query, depth, include_closed: true}});
+                          {query: {...query, depth, include_closed: true, include_memories: true}});
   const kept = nearest(center, graph);
   const names = [...new Set([center, ...graph.entities.map(e => e.name)])].filter(n => kept.has(n));
   const relations = graph.relations.filter(r => kept.has(r.source) && kept.has(r.target));
@@ -121,9 +120,9 @@ export async function renderGraph(ctx, root, _arg, params) {
   const world = s('g');
   const svg = s('svg', {class: 'graph', viewBox: box.join(' '), role: 'group', 'aria-label': `Entities around ${center}`}, world);
   const side = h('aside', {class: 'side', 'aria-live': 'polite'});
-  const select = async name => {
+  const select = name => {
     for (const node of world.querySelectorAll('.node')) node.classList.toggle('selected', node.dataset.name === name);
-    try { side.replaceChildren(await details(name, graph, depth)); } catch (error) { ctx.fail(error); }
+    side.replaceChildren(details(name, graph, depth));
   };
   for (const r of relations) {
     const [x1, y1] = where.get(r.source), [x2, y2] = where.get(r.target);
@@ -155,6 +154,6 @@ export async function renderGraph(ctx, root, _arg, params) {
     entities.length >= MAX_NODES ? h('p', {class: 'warning'}, `This scope has ${MAX_NODES.toLocaleString()} entities or more: pick one to see its neighbourhood.`) : null,
     capped ? h('p', {class: 'warning'}, `This neighbourhood has ${graph.entities.length.toLocaleString()} entities; the ${MAX_NODES.toLocaleString()} nearest to ${center} are drawn. Lower the depth to see all of them.`) : null,
     h('div', {class: 'graph-area'}, svg, side));
-  await select(center);
+  select(center);
   return null;
 }
