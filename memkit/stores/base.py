@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from memkit._errors import ConfigError
 from memkit._filters import BUILTIN_FIELDS, MISSING, And, Condition, Filter, all_of
 from memkit._models import Event, HistoryRecord, MemoryEvent, MemoryItem
 from memkit._time import to_datetime
@@ -244,6 +245,17 @@ class Writer(Protocol):
     async def awrite_history(self, history: HistoryStore, rows: Sequence[HistoryRecord]) -> None: ...
     def switch(self, shadow: VectorStore) -> None: ...
     async def aswitch(self, shadow: VectorStore) -> None: ...
+
+
+def check_collection(name: str, stored: tuple[object, object], dimension: int, model: str,
+                     where: str | None = None) -> None:
+    """The check every store makes when it opens a collection that exists: it must hold
+    ``dimension``-dimensional vectors of ``model`` (``stored``: what it holds), else a
+    :class:`~memkit.ConfigError` naming both. ``where``: the file it lives in."""
+    if tuple(stored) != (dimension, model):
+        place = "" if where is None else f" in {where}"
+        raise ConfigError(f"collection {name!r}{place} holds {stored[0]}-dimensional vectors of "
+                          f"{stored[1]!r}; got {dimension}-dimensional vectors of {model!r}")
 
 
 class VectorStore(ABC):

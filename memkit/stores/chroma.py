@@ -68,6 +68,7 @@ from memkit.stores.base import (
     Record,
     Vector,
     VectorStore,
+    check_collection,
     cosine_to_score,
     cursor_key,
     cursor_of,
@@ -392,12 +393,8 @@ class ChromaStore(DrivenStore):
         except Exception as exc:
             raise VectorStoreError(f"chroma cannot open {self.collection_name!r}: {exc}") from exc
         stored = collection.metadata or {}
-        if (stored.get("memkit:dimension"), stored.get("memkit:model")) != (dimension, model):
-            raise ConfigError(
-                f"collection {self.collection_name!r} holds {stored.get('memkit:dimension')}-"
-                f"dimensional vectors of {stored.get('memkit:model')!r}; got {dimension}-"
-                f"dimensional vectors of {model!r}"
-            )
+        check_collection(self.collection_name, (stored.get("memkit:dimension"), stored.get("memkit:model")),
+                         dimension, model)
         self._live = stored.get("memkit:live") or self.collection_name
         if self._live != self.collection_name:
             collection = self._client.get_collection(self._live, embedding_function=None)

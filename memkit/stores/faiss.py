@@ -42,15 +42,7 @@ from memkit._filters import Filter
 from memkit._imports import require
 from memkit.history.sqlite import SQLiteConnection, SQLiteHistory, check_identifier
 from memkit.stores._generations import next_generation
-from memkit.stores.base import (
-    Hit,
-    Order,
-    Record,
-    Vector,
-    VectorStore,
-    Writer,
-    cosine_to_score,
-)
+from memkit.stores.base import Hit, Order, Record, Vector, VectorStore, Writer, check_collection, cosine_to_score
 from memkit.stores.sqlite import (
     _RECORD_COLUMNS,
     _SELECT,
@@ -141,10 +133,8 @@ class FaissStore(VectorStore):
                 conn.execute(f"INSERT INTO {_META} (name, dimension, model, live, version)"
                              " VALUES (?, ?, ?, ?, 0)",
                              (self.collection_name, dimension, model, self._tables))
-            elif tuple(row) != (dimension, model):
-                raise ConfigError(
-                    f"collection {self.collection_name!r} in {self.path} holds {row[0]}-dimensional"
-                    f" vectors of {row[1]!r}; got {dimension}-dimensional vectors of {model!r}")
+            else:
+                check_collection(self.collection_name, tuple(row), dimension, model, self.path)
         self._dimension = dimension
 
     def close(self) -> None:

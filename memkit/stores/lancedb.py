@@ -44,6 +44,7 @@ from memkit.stores.base import (
     Record,
     Vector,
     VectorStore,
+    check_collection,
     cosine_to_score,
     cursor_key,
     cursor_of,
@@ -131,12 +132,7 @@ class LanceDBStore(VectorStore):
                     or (table.schema.metadata or {}).get(b"memkit", b"null"))
                 if not isinstance(stored, dict):
                     raise ConfigError(f"lancedb table {name!r} was not created by memkit")
-                if (stored.get("dimension"), stored.get("model")) != (dimension, model):
-                    raise ConfigError(
-                        f"collection {name!r} holds {stored.get('dimension')}-dimensional vectors "
-                        f"of {stored.get('model')!r}; got {dimension}-dimensional vectors of "
-                        f"{model!r}"
-                    )
+                check_collection(name, (stored.get("dimension"), stored.get("model")), dimension, model)
                 self._live = stored.get("live") or name
                 if self._live != name:
                     table = self._db.open_table(self._live)

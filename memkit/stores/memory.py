@@ -18,18 +18,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from memkit._errors import ConfigError, VectorStoreError
+from memkit._errors import VectorStoreError
 from memkit._filters import Filter, matches
 from memkit.stores._sorted import SortedKeys, read, walk
-from memkit.stores.base import (
-    Hit,
-    Order,
-    Record,
-    Vector,
-    VectorStore,
-    Writer,
-    cosine_to_score,
-)
+from memkit.stores.base import Hit, Order, Record, Vector, VectorStore, Writer, check_collection, cosine_to_score
 
 _WORD = re.compile(r"\w+")
 
@@ -56,11 +48,8 @@ class InMemoryStore(VectorStore):
 
     def open(self, dimension: int, model: str) -> None:
         with self._lock:
-            if self._dimension is not None and (self._dimension, self._model) != (dimension, model):
-                raise ConfigError(
-                    f"collection {self.collection_name!r} holds {self._dimension}-dimensional vectors "
-                    f"of {self._model!r}; got {dimension}-dimensional vectors of {model!r}"
-                )
+            if self._dimension is not None:
+                check_collection(self.collection_name, (self._dimension, self._model), dimension, model)
             self._dimension, self._model = dimension, model
 
     def shadow(self, dimension: int, model: str) -> InMemoryStore:

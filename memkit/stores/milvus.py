@@ -50,7 +50,7 @@ from memkit._imports import require
 from memkit.stores._driven import arun_calls, run_calls
 from memkit.stores._generations import SwitchableStore
 from memkit.stores._typed import Dialect, slots, translate
-from memkit.stores.base import Hit, Order, Record, Vector, cosine_to_score, page_after
+from memkit.stores.base import Hit, Order, Record, Vector, check_collection, cosine_to_score, page_after
 
 if TYPE_CHECKING:
     from pymilvus import MilvusClient
@@ -160,11 +160,7 @@ class MilvusStore(SwitchableStore):
             stored = None
         if not isinstance(stored, dict):
             raise ConfigError(f"milvus collection {name!r} was not created by memkit")
-        if (stored.get("dimension"), stored.get("model")) != (dimension, model):
-            raise ConfigError(
-                f"collection {name!r} holds {stored.get('dimension')}-dimensional vectors of "
-                f"{stored.get('model')!r}; got {dimension}-dimensional vectors of {model!r}"
-            )
+        check_collection(name, (stored.get("dimension"), stored.get("model")), dimension, model)
         self._live = stored.get("live") or name
         self._dimension, self._model = dimension, model
 

@@ -87,6 +87,7 @@ from memkit.stores.base import (
     Vector,
     VectorStore,
     Writer,
+    check_collection,
     cosine_to_score,
     cursor_key,
     cursor_of,
@@ -531,11 +532,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
     def _check_stored(self, stored: tuple[int, str, str | None], dimension: int,
                       model: str) -> None:
         stored_dimension, stored_model, live = stored
-        if (stored_dimension, stored_model) != (dimension, model):
-            raise ConfigError(
-                f"collection {self.collection_name!r} holds {stored_dimension}-dimensional"
-                f" vectors of {stored_model!r}; got {dimension}-dimensional vectors of {model!r}"
-            )
+        check_collection(self.collection_name, (stored_dimension, stored_model), dimension, model)
         self._bind(live or self.collection_name)
 
     def _schema(self, dimension: int) -> list[Statement]:

@@ -61,7 +61,7 @@ from memkit._time import to_datetime
 from memkit.stores._driven import arun_calls, run_calls
 from memkit.stores._generations import SwitchableStore
 from memkit.stores._sorted import Page, SortedKeys, Walk, walk
-from memkit.stores.base import Hit, Order, Record, Vector, cosine_to_score, page_after
+from memkit.stores.base import Hit, Order, Record, Vector, check_collection, cosine_to_score, page_after
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
@@ -364,11 +364,7 @@ class QdrantStore(SwitchableStore):
             stored = (info.config.metadata or {}).get("memkit")
             if not isinstance(stored, dict):
                 raise ConfigError(f"qdrant collection {name!r} was not created by memkit")
-            if (stored.get("dimension"), stored.get("model")) != (dimension, model):
-                raise ConfigError(
-                    f"collection {name!r} holds {stored.get('dimension')}-dimensional vectors of "
-                    f"{stored.get('model')!r}; got {dimension}-dimensional vectors of {model!r}"
-                )
+            check_collection(name, (stored.get("dimension"), stored.get("model")), dimension, model)
             self._live = stored.get("live") or name
             self._marked = stored.get(_ALIASED) is True
         self._dimension, self._model = dimension, model

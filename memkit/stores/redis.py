@@ -30,19 +30,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from memkit._env import env
-from memkit._errors import ConfigError, VectorStoreError
+from memkit._errors import VectorStoreError
 from memkit._filters import And, Condition, Filter, matches
 from memkit._imports import require
 from memkit.stores._generations import next_generation
-from memkit.stores.base import (
-    Hit,
-    Order,
-    Record,
-    Vector,
-    VectorStore,
-    cosine_to_score,
-    page_after,
-)
+from memkit.stores.base import Hit, Order, Record, Vector, VectorStore, check_collection, cosine_to_score, page_after
 
 _SCOPES = ("user_id", "agent_id", "run_id")
 #: TAG values memkit sends to the engine; others are checked in Python only
@@ -102,10 +94,7 @@ class RedisStore(VectorStore):
     def open(self, dimension: int, model: str) -> None:
         meta = {k.decode(): v.decode() for k, v in self._call("HGETALL", self._meta()).items()}
         if meta:
-            if (int(meta["dimension"]), meta["model"]) != (dimension, model):
-                raise ConfigError(
-                    f"collection {self.collection_name!r} holds {meta['dimension']}-dimensional "
-                    f"vectors of {meta['model']!r}; got {dimension}-dimensional vectors of {model!r}")
+            check_collection(self.collection_name, (int(meta["dimension"]), meta["model"]), dimension, model)
             self._live = meta.get("live") or self.collection_name
         else:
             self._call("HSET", self._meta(), "dimension", dimension, "model", model,

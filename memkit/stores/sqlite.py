@@ -53,6 +53,7 @@ from memkit.stores.base import (
     Vector,
     VectorStore,
     Writer,
+    check_collection,
     cursor_key,
     cursor_of,
 )
@@ -550,11 +551,8 @@ class SQLiteStore(VectorStore):
                     f"INSERT INTO {_META} (name, dimension, model) VALUES (?, ?, ?)",
                     (self.collection_name, dimension, model),
                 )
-            elif tuple(row) != (dimension, model):
-                raise ConfigError(
-                    f"collection {self.collection_name!r} in {self.path} holds {row[0]}-dimensional"
-                    f" vectors of {row[1]!r}; got {dimension}-dimensional vectors of {model!r}"
-                )
+            else:
+                check_collection(self.collection_name, tuple(row), dimension, model, self.path)
         self._dimension = dimension
 
     def close(self) -> None:
