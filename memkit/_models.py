@@ -362,7 +362,11 @@ class MemoryStats(_Model):
     ``growth``: memories created per day (``YYYY-MM-DD``, past versions not counted);
     ``confidence_histogram``: current memories in ten bins of confidence, [0, 0.1) to
     [0.9, 1.0]; ``most_accessed``: up to ten, by ``access_count``; ``top_entities``
-    (with a graph store): up to ten entity names by their open relations."""
+    (with a graph store): up to ten entity names by their open relations, ``entities`` and
+    ``relations`` (open ones) the totals of the current memories' scopes;
+    ``average_confidence`` of the current memories, ``low_confidence`` how many are below
+    0.05 (what ``prune()`` forgets by default); ``oldest``/``newest``: when the oldest and
+    newest current memories were created."""
 
     memories: int = 0
     by_type: dict[str, int] = Field(default_factory=dict)
@@ -372,6 +376,12 @@ class MemoryStats(_Model):
     confidence_histogram: list[int] = Field(default_factory=lambda: [0] * 10)
     most_accessed: list[MemoryItem] = Field(default_factory=list)
     top_entities: dict[str, int] = Field(default_factory=dict)
+    entities: int = 0
+    relations: int = 0
+    average_confidence: float | None = None
+    low_confidence: int = 0
+    oldest: datetime | None = None
+    newest: datetime | None = None
     decay: bool = False
 
     def __repr__(self) -> str:

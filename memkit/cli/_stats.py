@@ -23,6 +23,13 @@ def render_stats(data: dict[str, Any]) -> None:
     console.print(f"{data['memories']} current memories in {data['store']} "
                   f"(embedder {data['embedder']}), decay {'on' if data['decay'] else 'off'}",
                   highlight=False)
+    if data["memories"]:
+        console.print(f"average confidence {data['average_confidence']:.2f}, "
+                      f"{data['low_confidence']} below 0.05; oldest {data['oldest'][:10]}, "
+                      f"newest {data['newest'][:10]}", highlight=False)
+    if data["entities"]:
+        console.print(f"{data['entities']} entities, {data['relations']} open relations",
+                      highlight=False)
     for title, counts, column in (("by type", data["by_type"], "type"),
                                   ("by state", data["by_state"], "state"),
                                   ("growth per day", data["growth"], "day"),

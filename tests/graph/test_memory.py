@@ -463,6 +463,7 @@ def test_seed000_10_5_consolidation_repoints_relations_and_stats_count_entities(
     assert merged.id not in {i for r in relations for i in r.memory_ids}
     stats = m.stats(user_id="alice")
     assert stats.top_entities == {"green tea": 2, "user": 2}
+    assert (stats.entities, stats.relations) == (2, 2)
     assert stats.memories == 1
 def test_reembed_moves_the_entity_names_to_the_new_model(make: Any) -> None:
     llm = ScriptedLLM([

@@ -45,6 +45,13 @@ def test_stats_count_types_states_growth_confidence_and_accesses(make_memory: Ma
     assert stats.confidence_histogram[4] == 1  # the error: 31 days, half-life 30 -> 0.49
     assert [(i.id, i.access_count) for i in stats.most_accessed] == [(tea.id, 2)]
     assert [(s.user_id, s.memories) for s in stats.by_scope] == [("u", 2)]
+    assert stats.oldest == datetime(2025, 3, 1, 12, tzinfo=UTC)  # the error
+    assert stats.newest == datetime(2025, 3, 1, 12, tzinfo=UTC)  # tea keeps its creation
+    assert stats.low_confidence == 0 and stats.average_confidence is not None
+    assert 0.49 < stats.average_confidence < 1.0  # tea (reinforced, slow) and the error (0.49)
+    assert (stats.entities, stats.relations) == (0, 0)  # no graph store
+    clock.now += timedelta(days=200)  # the error's confidence falls below 0.05
+    assert m.stats(user_id="u").low_confidence == 1
     whole = m.stats()  # the whole store
     assert whole.memories == 3
     assert [(s.user_id, s.agent_id, s.memories) for s in whole.by_scope] == [

@@ -6,16 +6,20 @@ from collections import Counter
 
 from memkit._filters import Filter
 from memkit._models import MemoryStats, ScopeCount
-from memkit._pipeline.effects import FindRelations, Flow, ask
+from memkit._pipeline.effects import FindEntities, FindRelations, Flow, ask
 from memkit._pipeline.features.lifecycle import Lifecycle, flush_flow
 from memkit._pipeline.write.apply import scan
 from memkit._pipeline.write.versions import is_valid
+from memkit._time import to_datetime
 from memkit.graph.base import GraphScope, Relation
 from memkit.stores.base import Record
 
 BINS = 10
 MOST_ACCESSED = 10
 TOP_ENTITIES = 10
+LOW_CONFIDENCE = 0.05
+"""Below this a current memory counts as ``low_confidence``: what ``prune()`` forgets by
+default."""
 
 
 def stats_flow(selection: Filter | None, now: str, lifecycle: Lifecycle,
@@ -31,6 +35,7 @@ def stats_flow(selection: Filter | None, now: str, lifecycle: Lifecycle,
     scopes: Counter[tuple[str | None, str | None, str | None]] = Counter()
     growth: Counter[str] = Counter()
     histogram = [0] * BINS
+    confidences: list[float] = []
     current: list[Record] = []
     for record in records:
         state = _state(record, now, replaced)
@@ -42,7 +47,9 @@ def stats_flow(selection: Filter | None, now: str, lifecycle: Lifecycle,
             types[record.memory_type or "untyped"] += 1
             scopes[(record.user_id, record.agent_id, record.run_id)] += 1
             confidence = lifecycle.confidence(record, now)
+            confidences.append(confidence)
             histogram[min(BINS - 1, int(confidence * BINS))] += 1
+    entities, relations, top = (yield from _graph_totals(current)) if graph else (0, 0, {})
     accessed = sorted((r for r in current if r.access_count),
                       key=lambda r: (-(r.access_count or 0), r.id))[:MOST_ACCESSED]
     return MemoryStats(
@@ -53,7 +60,12 @@ def stats_flow(selection: Filter | None, now: str, lifecycle: Lifecycle,
                                          "future")},
         growth=dict(sorted(growth.items())), confidence_histogram=histogram,
         most_accessed=[r.to_item(confidence=lifecycle.confidence(r, now)) for r in accessed],
-        top_entities=(yield from _top_entities(current)) if graph else {},
+        top_entities=top, entities=entities, relations=relations,
+        average_confidence=round(sum(confidences) / len(confidences), 6) if confidences
+        else None,
+        low_confidence=sum(1 for c in confidences if c < LOW_CONFIDENCE),
+        oldest=min((to_datetime(r.created_at) for r in current), default=None),
+        newest=max((to_datetime(r.created_at) for r in current), default=None),
         decay=lifecycle.decay)
 
 
@@ -62,14 +74,19 @@ def _fullest(item: tuple[tuple[str | None, ...], int]) -> tuple[int, tuple[str, 
     return -count, tuple(v or "" for v in scope)
 
 
-def _top_entities(current: list[Record]) -> Flow[dict[str, int]]:
+def _graph_totals(current: list[Record]) -> Flow[tuple[int, int, dict[str, int]]]:
+    """The entities, open relations and top entities of the current memories' scopes."""
     scopes = {GraphScope(r.user_id, r.agent_id, r.run_id) for r in current}
     degree: Counter[str] = Counter()
+    entities = relations_open = 0
     for scope in sorted(scopes, key=lambda s: s.key):
         relations: list[Relation] = yield from ask(FindRelations(scope))
+        relations_open += len(relations)
         for relation in relations:
             degree.update((relation.source, relation.target))
-    return dict(sorted(degree.items(), key=lambda pair: (-pair[1], pair[0]))[:TOP_ENTITIES])
+        entities += len((yield from ask(FindEntities(scope, limit=10_000_000))))
+    top = sorted(degree.items(), key=lambda pair: (-pair[1], pair[0]))[:TOP_ENTITIES]
+    return entities, relations_open, dict(top)
 
 
 def _state(record: Record, now: str, replaced: set[str]) -> str:
