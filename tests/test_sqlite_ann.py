@@ -52,12 +52,12 @@ def filled(path: str, n: int = 1500, seed: int = 1, **options: int | None) -> SQ
     return store
 
 
-def ready(store: SQLiteStore, query: np.ndarray) -> _ann.Graph:
+def ready(store: SQLiteStore, query: np.ndarray) -> _ann.AnnIndex:
     """Search until the background thread has applied everything fed to the graph."""
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         store.search(query, limit=5)
-        graph = store._graph
+        graph = store._ann
         if graph is not None and graph.ready and graph.covered == graph.fed and not graph.verify:
             return graph
         time.sleep(0.02)
@@ -82,13 +82,13 @@ def path(tmp_path: Path) -> str:
 def feeds(monkeypatch: pytest.MonkeyPatch) -> list[_ann.Feed]:
     """Every feed sent to a graph, so tests can tell a rebuild from a catch-up."""
     sent: list[_ann.Feed] = []
-    feed = _ann.Graph.feed
+    feed = _ann.AnnIndex.feed
 
-    def spy(self: _ann.Graph, item: _ann.Feed) -> None:
+    def spy(self: _ann.AnnIndex, item: _ann.Feed) -> None:
         sent.append(item)
         feed(self, item)
 
-    monkeypatch.setattr(_ann.Graph, "feed", spy)
+    monkeypatch.setattr(_ann.AnnIndex, "feed", spy)
     return sent
 
 
@@ -96,13 +96,13 @@ def feeds(monkeypatch: pytest.MonkeyPatch) -> list[_ann.Feed]:
 def asked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many candidates each search asked of a graph: proof the graph served it."""
     counts: list[int] = []
-    candidates = _ann.Graph.candidates
+    candidates = _ann.AnnIndex.candidates
 
-    def spy(self: _ann.Graph, query: np.ndarray, count: int) -> np.ndarray:
+    def spy(self: _ann.AnnIndex, query: np.ndarray, count: int) -> np.ndarray:
         counts.append(count)
         return candidates(self, query, count)
 
-    monkeypatch.setattr(_ann.Graph, "candidates", spy)
+    monkeypatch.setattr(_ann.AnnIndex, "candidates", spy)
     return counts
 
 
@@ -238,7 +238,7 @@ def test_without_usearch_searches_are_exact(path: str, monkeypatch: pytest.Monke
     exact = SQLiteStore(path, ann_threshold=None)
     for q in clustered(10, seed=14):
         assert ids(store, q) == ids(exact, q)
-    assert store._graph is None
+    assert store._ann is None
     store.close()
     assert not Path(f"{path}.ann-memkit").exists()
     exact.close()
@@ -251,7 +251,7 @@ def big(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite, "_FEW_ROWS", 40)
     # Here a grown candidate count would cover a third of the rows, where the graph may
     # serve a rare scope approximately; past 150 candidates the search reads the rows.
-    monkeypatch.setattr(sqlite, "_GRAPH_FILTER_MAX", 150)
+    monkeypatch.setattr(sqlite, "_ANN_FILTER_MAX", 150)
 
 
 def owned(user: str, vectors: np.ndarray, start: int) -> list[Record]:
@@ -334,7 +334,7 @@ def test_without_a_graph_a_broad_filter_is_scored_first(
             assert [h.record.memory for h in store.search(q, 10, scope)] == [texts[i] for i in order]
         if scope.operator == "ne":
             assert reads and None not in reads  # the broad scope was never read whole
-    assert store._graph is None
+    assert store._ann is None
     store.close()
 
 
@@ -359,8 +359,8 @@ store.insert([Record(id=str(uuid.uuid4()), memory=f"m{{i}}", hash=f"{{i:032x}}",
                      created_at="2024-01-01T00:00:00+00:00", updated_at="2024-01-01T00:00:00+00:00",
                      user_id="u", vector=v) for i, v in enumerate(vectors)])
 store.search(vectors[0], 5)
-state["thread"] = store._graph._thread
-print("building" if not store._graph.ready else "built")
+state["thread"] = store._ann._thread
+print("building" if not store._ann.ready else "built")
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -371,7 +371,7 @@ def test_below_the_threshold_or_disabled_no_graph(path: str) -> None:
     for options in ({"ann_threshold": 5000}, {"ann_threshold": 0}, {"ann_threshold": None}):
         store = filled(path, **options)
         store.search(clustered(1, seed=15)[0], 10)
-        assert store._graph is None
+        assert store._ann is None
         store.close()
     for bad in (-1, 1.5, True, "20000"):
         with pytest.raises(ConfigError):
@@ -408,7 +408,7 @@ def test_generations_have_their_own_graph(path: str) -> None:
     assert not Path(f"{path}.ann-memkit").exists()
     exact = SQLiteStore(path, ann_threshold=None)
     ready(store, queries[0])
-    assert store._graph is not None and store._graph.path == f"{path}.ann-memkit__g1"
+    assert store._ann is not None and store._ann.path == f"{path}.ann-memkit__g1"
     assert recall(store, exact, queries) >= RECALL
     store.close()
     exact.close()

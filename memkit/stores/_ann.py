@@ -1,12 +1,12 @@
-"""An HNSW graph (usearch) beside a SQLite store's in-RAM matrix, for unscoped searches.
+"""An HNSW index (usearch) beside a SQLite store's in-RAM matrix, for unscoped searches.
 
-The graph is keyed by record ``seq`` and covers the change log up to
-:attr:`Graph.covered`. The store feeds it what changed (copies of the rows,
+The index is keyed by record ``seq`` and covers the change log up to
+:attr:`AnnIndex.covered`. The store feeds it what changed (copies of the rows,
 taken under the store's lock); one daemon thread per store applies the feed, so
-no search waits for a build. A search asks the graph for candidates, adds the
+no search waits for a build. A search asks the index for candidates, adds the
 rows changed after ``covered`` and re-ranks them all exactly with the matrix.
 
-The graph is saved beside the database as ``<db>.ann-<tables>``: a magic line,
+The index is saved beside the database as ``<db>.ann-<tables>``: a magic line,
 a JSON header (format, dimension, tables, last change covered) and usearch's
 own serialisation, written to a temporary file and renamed over the old one.
 A file that does not load, or whose header does not match, is discarded.
@@ -36,11 +36,11 @@ MAGIC = b"memkit-ann\n"
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 256
-# rows added per hold of the lock once the graph serves searches
+# rows added per hold of the lock once the index serves searches
 _BATCH = 256
-# graphs whose thread runs: stopped at exit, since usearch aborts the process when the
+# indexes whose thread runs: stopped at exit, since usearch aborts the process when the
 # interpreter ends inside one of its multi-threaded adds
-_RUNNING: weakref.WeakSet[Graph] = weakref.WeakSet()
+_RUNNING: weakref.WeakSet[AnnIndex] = weakref.WeakSet()
 
 
 def usearch_index() -> type[Any] | None:
@@ -62,8 +62,8 @@ def usearch_index() -> type[Any] | None:
 class Feed:
     """Changes up to ``until``: rows to (re)write with their unit vectors, rows to remove.
 
-    ``full``: the rows are all live rows, the graph is rebuilt from them.
-    ``expect``: after applying, the graph's keys must be exactly these (a loaded file)."""
+    ``full``: the rows are all live rows, the index is rebuilt from them.
+    ``expect``: after applying, the index's keys must be exactly these (a loaded file)."""
 
     until: int
     seqs: npt.NDArray[np.int64]
@@ -73,18 +73,19 @@ class Feed:
     expect: npt.NDArray[np.int64] | None = None
 
 
-class Graph:
-    """The graph of one collection's tables, and the thread that keeps it."""
+class AnnIndex:
+    """The HNSW index of one collection's tables (not the knowledge graph), and the thread
+    that keeps it."""
 
     def __init__(self, index_class: type[Any], path: str | None, dimension: int, tables: str) -> None:
         self._index_class = index_class
         self.path = path
         self.dimension = dimension
         self.tables = tables
-        self._lock = threading.Lock()  # guards the graph while the thread changes it
+        self._lock = threading.Lock()  # guards the index while the thread changes it
         self._wake = threading.Condition()
         self._index: Any = None  # serves searches once built or loaded
-        #: the change number the graph reflects (-1: no graph)
+        #: the change number the index reflects (-1: no index)
         self.covered = -1
         #: the change number fed so far (-1: nothing; the store sends a full feed)
         self.fed = -1
@@ -158,7 +159,7 @@ class Graph:
                 index = self._index
                 if not self._queue and index is not None and self._unsaved > max(1000, len(index) // 10):
                     self._save()
-        except Exception:  # a graph is an accelerator: without it searches are exact
+        except Exception:  # a index is an accelerator: without it searches are exact
             log.exception("the ANN index of %s stopped; searches stay exact", self.tables)
             with self._lock:
                 self._index, self.covered = None, -1
@@ -216,7 +217,7 @@ class Graph:
                 "covered": covered}
 
     def _load(self) -> None:
-        """Restore the graph saved beside the database; on any mismatch leave no graph."""
+        """Restore the index saved beside the database; on any mismatch leave no index."""
         assert self.path is not None
         try:
             with open(self.path, "rb") as file:
@@ -229,7 +230,7 @@ class Graph:
                 raise ValueError(f"header {header!r} is not this collection's")
             index = self._index_class.restore(bytearray(body))
             if index is None or index.ndim != self.dimension:
-                raise ValueError("the graph does not restore")
+                raise ValueError("the index does not restore")
             index.expansion_search = EXPANSION_SEARCH
         except FileNotFoundError:
             index = None
@@ -265,8 +266,8 @@ class Graph:
 
 @atexit.register
 def _stop_all() -> None:
-    """Stop every running graph thread (each finishes its batch) and save its graph: a
+    """Stop every running index thread (each finishes its batch) and save its index: a
     store the program never closed ends as if it had been."""
-    for graph in list(_RUNNING):
+    for index in list(_RUNNING):
         with contextlib.suppress(Exception):
-            graph.close()
+            index.close()

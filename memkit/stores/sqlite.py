@@ -42,7 +42,7 @@ from memkit._filters import (
     check_field_name,
 )
 from memkit.history.sqlite import SQLiteConnection, SQLiteHistory, check_identifier
-from memkit.stores._ann import Feed, Graph, usearch_index
+from memkit.stores._ann import AnnIndex, Feed, usearch_index
 from memkit.stores._generations import next_generation
 from memkit.stores.base import (
     LIFECYCLE_FIELDS,
@@ -73,17 +73,17 @@ _ADDED_COLUMNS = {**{k: "TEXT" for k in TEMPORAL_FIELDS}, "memory_type": "TEXT",
                   "importance": "REAL", "confidence": "REAL", "access_count": "INTEGER",
                   "last_accessed_at": "TEXT"}
 _SELECT = ", ".join(_RECORD_COLUMNS)
-#: live rows from which unscoped searches use the HNSW graph (``ann_threshold``)
+#: live rows from which unscoped searches use the HNSW index (``ann_threshold``)
 ANN_THRESHOLD = 20_000
-# The graph is asked for max(_ANN_MIN_CANDIDATES, _ANN_FACTOR * limit) keys to re-rank.
+# The HNSW index is asked for max(_ANN_MIN_CANDIDATES, _ANN_FACTOR * limit) keys to re-rank.
 _ANN_MIN_CANDIDATES = 100
 _ANN_FACTOR = 10
 #: filtered searches over a matrix this small score it whole, then check the filter
 _SCORE_FIRST_ROWS = 25_000
 _SCORE_FIRST_MIN = 256
 _SCORE_FIRST_FACTOR = 4
-#: the most graph candidates a filtered search checks before it reads the filter's rows
-_GRAPH_FILTER_MAX = 2_000
+#: the most HNSW candidates a filtered search checks before it reads the filter's rows
+_ANN_FILTER_MAX = 2_000
 #: past _SCORE_FIRST_ROWS, a filter keeping at most this many rows ranks them exactly
 _FEW_ROWS = 2_048
 # The change log is trimmed to its newest _LOG_KEEP entries once it exceeds _LOG_MAX.
@@ -410,7 +410,7 @@ class SQLiteStore(VectorStore):
     """Records, vectors, a full-text index and the history in one SQLite file.
 
     Unscoped searches over ``ann_threshold`` live rows or more, and filtered ones over
-    more than 25,000 rows whose filter keeps many rows, use an HNSW graph (usearch, when
+    more than 25,000 rows whose filter keeps many rows, use an HNSW index (usearch, when
     installed) built in a background thread and saved beside the file; its candidates
     are re-ranked exactly. ``ann_threshold=None`` (or 0) keeps every search exact.
 
@@ -449,7 +449,7 @@ class SQLiteStore(VectorStore):
         self._dirty = True
         self._log_floor = 0
         self._ann_class = usearch_index() if self._ann_threshold else None
-        self._graph: Graph | None = None
+        self._ann: AnnIndex | None = None
         with self._write() as conn:
             conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {_META} (name TEXT PRIMARY KEY,"
@@ -556,16 +556,16 @@ class SQLiteStore(VectorStore):
         self._dimension = dimension
 
     def close(self) -> None:
-        self._close_graph()
+        self._close_ann()
         self._db.close()
 
-    def _close_graph(self, *, forget: bool = False) -> None:
-        """Stop the graph's thread; ``forget``: its tables are gone, so is its file."""
-        graph, self._graph = self._graph, None
-        if graph is not None:
-            graph.close(save=not forget)
+    def _close_ann(self, *, forget: bool = False) -> None:
+        """Stop the HNSW index's thread; ``forget``: its tables are gone, so is its file."""
+        ann, self._ann = self._ann, None
+        if ann is not None:
+            ann.close(save=not forget)
             if forget:
-                graph.discard_file()
+                ann.discard_file()
 
     # -- re-embedding ------------------------------------------------------------------
     def shadow(self, dimension: int, model: str) -> SQLiteStore:
@@ -599,8 +599,8 @@ class SQLiteStore(VectorStore):
                 " WHERE name = ?", (dimension, model, floor, shadow._tables, self.collection_name))
             conn.execute(f"DELETE FROM {_META} WHERE name = ?", (shadow.collection_name,))
             _drop_tables(conn, self._tables)
-        self._close_graph(forget=True)
-        shadow._close_graph()  # saved under the tables this store now binds, then loaded
+        self._close_ann(forget=True)
+        shadow._close_ann()  # saved under the tables this store now binds, then loaded
         self._bind(shadow._tables)
         self._dimension, self._index, self._last_change, self._dirty = dimension, None, 0, True
 
@@ -609,7 +609,7 @@ class SQLiteStore(VectorStore):
         with self._write() as conn:
             _drop_tables(conn, shadow._tables)
             conn.execute(f"DELETE FROM {_META} WHERE name = ?", (shadow.collection_name,))
-        shadow._close_graph(forget=True)
+        shadow._close_ann(forget=True)
 
     def colocated_history(self) -> SQLiteHistory:
         return self.history()
@@ -626,7 +626,7 @@ class SQLiteStore(VectorStore):
         return self._history
 
     def graph(self) -> SQLiteGraph:
-        """The graph in this file, written in the same transactions as the records."""
+        """The knowledge graph in this file, written in the same transactions as the records."""
         from memkit.graph.sqlite import SQLiteGraph
 
         return SQLiteGraph.on_connection(self._db, f"{self.collection_name}_graph", self)
@@ -755,19 +755,19 @@ class SQLiteStore(VectorStore):
 
         Up to ``_SCORE_FIRST_ROWS`` rows: :meth:`_score_first` (exact). Past that, the
         filter's rows are read first if there are at most ``_FEW_ROWS`` and ranked
-        (exact). A broader filter asks the graph, when it serves, for candidates and
+        (exact). A broader filter asks the HNSW index, when it serves, for candidates and
         checks the filter on them (as approximate as an unscoped search: a scope holding
         most rows, such as the one user of a personal agent); if too few of them pass,
-        every row the filter keeps is read and ranked. Without a graph it is scored
+        every row the filter keeps is read and ranked. Without an HNSW index it is scored
         first, as small matrices are."""
         if index.size <= _SCORE_FIRST_ROWS:
             return self._score_first(conn, index, query, limit, where, params)
         positions, read = self._kept(conn, index, where, params, _FEW_ROWS + 1)
         if read > _FEW_ROWS:
-            near = self._graph_near(conn, index)
+            near = self._ann_near(conn, index)
             if near is None:
                 return self._score_first(conn, index, query, limit, where, params)
-            served = self._graph_filtered(near, conn, index, query, limit, where, params)
+            served = self._ann_filtered(near, conn, index, query, limit, where, params)
             if served is not None:
                 return served
             positions, _ = self._kept(conn, index, where, params)
@@ -803,13 +803,13 @@ class SQLiteStore(VectorStore):
         best = positions[_best(sims[positions], limit)]
         return index.seqs[best], sims[best]
 
-    def _graph_filtered(
+    def _ann_filtered(
         self, near: Callable[[Vector, int], npt.NDArray[np.intp]], conn: sqlite3.Connection,
         index: _VectorIndex, query: Vector, limit: int, where: str, params: list[Any],
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None:
-        """The graph's candidates (``near``) that pass the filter, re-ranked exactly; None
+        """The ann's candidates (``near``) that pass the filter, re-ranked exactly; None
         when the filter keeps too few of them. At least twice ``limit`` must pass, so the
-        answer does not rest on the graph's weakest ranks."""
+        answer does not rest on the HNSW index's weakest ranks."""
         live = index.size - index.dead
         count = max(_ANN_MIN_CANDIDATES, _ANN_FACTOR * limit)
         while True:
@@ -819,7 +819,7 @@ class SQLiteStore(VectorStore):
                 return index.top(query, limit, passed)
             # the count at which twice ``limit`` should pass, by the share that did
             count = max(2 * count, -(-3 * limit * count // max(len(passed), 1)))
-            if not len(passed) or count > _GRAPH_FILTER_MAX or 3 * count > live:
+            if not len(passed) or count > _ANN_FILTER_MAX or 3 * count > live:
                 return None
 
     def _passing(
@@ -938,13 +938,13 @@ class SQLiteStore(VectorStore):
         self._index, self._seen_version, self._dirty = index, version, False
         return index
 
-    # -- the graph -------------------------------------------------------------------
+    # -- the HNSW index (AnnIndex) -------------------------------------------------------
     def _unscoped(
         self, conn: sqlite3.Connection, index: _VectorIndex, query: Vector, limit: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """The exact top ``limit``, from the graph's candidates plus the rows changed since
+        """The exact top ``limit``, from the HNSW index's candidates plus the rows changed since
         it was fed, re-ranked with the matrix; exact over all rows when that cannot be."""
-        near = self._graph_near(conn, index)
+        near = self._ann_near(conn, index)
         if near is None:
             return index.top(query, limit)
         positions = near(query, max(_ANN_MIN_CANDIDATES, _ANN_FACTOR * limit))
@@ -952,60 +952,60 @@ class SQLiteStore(VectorStore):
             return index.top(query, limit)
         return index.top(query, limit, positions)
 
-    def _graph_near(
+    def _ann_near(
         self, conn: sqlite3.Connection, index: _VectorIndex
     ) -> Callable[[Vector, int], npt.NDArray[np.intp]] | None:
-        """``near(query, count)``: the matrix positions of the graph's ``count`` candidates
-        and of every row changed since the graph took them in; None when the graph is
+        """``near(query, count)``: the matrix positions of the HNSW index's ``count`` candidates
+        and of every row changed since the HNSW index took them in; None when the HNSW index is
         not used, not ready, or behind by more than a quarter of the rows (the product
         is cheaper then)."""
-        graph = self._fed_graph(conn, index)
-        if graph is None or not graph.ready or graph.covered < self._log_floor:
+        ann = self._fed_ann(conn, index)
+        if ann is None or not ann.ready or ann.covered < self._log_floor:
             return None
         rows = conn.execute(
-            f"SELECT DISTINCT rec FROM {self._changes} WHERE seq > ?", (graph.covered,)
+            f"SELECT DISTINCT rec FROM {self._changes} WHERE seq > ?", (ann.covered,)
         ).fetchall()
         if 4 * len(rows) > index.size - index.dead:
             return None
         changed = np.array([r[0] for r in rows], np.int64)
 
         def near(query: Vector, count: int) -> npt.NDArray[np.intp]:
-            keys = graph.candidates(query, count)
+            keys = ann.candidates(query, count)
             return index.positions(np.unique(np.concatenate([keys, changed])))
 
         return near
 
-    def _fed_graph(self, conn: sqlite3.Connection, index: _VectorIndex) -> Graph | None:
-        """The graph, sent the changes the matrix has and it lacks; None when not used."""
+    def _fed_ann(self, conn: sqlite3.Connection, index: _VectorIndex) -> AnnIndex | None:
+        """The HNSW index, sent the changes the matrix has and it lacks; None when not used."""
         threshold = self._ann_threshold
         if self._ann_class is None or threshold is None or index.size - index.dead < threshold:
             return None
-        graph = self._graph
-        if graph is None:
+        ann = self._ann
+        if ann is None:
             path = None if self.path == ":memory:" else f"{self.path}.ann-{self._tables}"
-            graph = self._graph = Graph(self._ann_class, path, index.dimension, self._tables)
-            graph.start()
+            ann = self._ann = AnnIndex(self._ann_class, path, index.dimension, self._tables)
+            ann.start()
         last = self._last_change
-        if graph.loading or (graph.fed == last and not graph.verify):
-            return graph
+        if ann.loading or (ann.fed == last and not ann.verify):
+            return ann
         live = index.alive[: index.size]
         seqs = index.seqs[: index.size][live]
-        if not self._log_floor <= graph.fed <= last:  # nothing fed, or a log it cannot follow
-            graph.verify = False
-            graph.feed(Feed(last, seqs, index.vectors[: index.size][live],
+        if not self._log_floor <= ann.fed <= last:  # nothing fed, or a log it cannot follow
+            ann.verify = False
+            ann.feed(Feed(last, seqs, index.vectors[: index.size][live],
                             np.empty(0, np.int64), full=True))
-            return graph
+            return ann
         rows = conn.execute(
             f"SELECT DISTINCT rec FROM {self._changes} WHERE seq > ? AND seq <= ?",
-            (graph.fed, last),
+            (ann.fed, last),
         ).fetchall()
         recs = np.array([r[0] for r in rows], np.int64)
         pos = index._find(recs)
         kept = pos >= 0
         kept[kept] = index.alive[pos[kept]]
-        expect, graph.verify = (seqs.copy() if graph.verify else None), False
-        graph.feed(Feed(last, recs[kept], index.vectors[pos[kept]], recs[~kept], expect=expect))
-        return graph
+        expect, ann.verify = (seqs.copy() if ann.verify else None), False
+        ann.feed(Feed(last, recs[kept], index.vectors[pos[kept]], recs[~kept], expect=expect))
+        return ann
 
     def _unpack(self, rows: list[Any]) -> npt.NDArray[np.float32]:
         dimension = self._dimension_or_fail()
