@@ -4,10 +4,12 @@ supersede, history, revert (search: memkit._pipeline.search.flow)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TypeVar
 
 from memkit._errors import ConflictError, MemkitError, NotFoundError
-from memkit._filters import Filter, all_of
+from memkit._filters import Condition, Filter, Not, all_of
 from memkit._models import (
     DeleteResult,
     HistoryList,
@@ -35,7 +37,7 @@ from memkit._pipeline.inputs import (
     text_hash,
     text_of,
 )
-from memkit._pipeline.write.apply import apply, history_row, scope_key
+from memkit._pipeline.write.apply import ChangedMeanwhile, apply, history_row, scope_key
 from memkit._pipeline.write.versions import (
     chain_flow,
     check_order,
@@ -47,6 +49,8 @@ from memkit._pipeline.write.versions import (
 )
 from memkit._time import to_iso, utcnow
 from memkit.stores.base import Record, WriteBatch, hash_filter
+
+T = TypeVar("T")
 
 
 def get_flow(memory_id: str, now: str,
@@ -81,15 +85,67 @@ def current_flow(memory_id: str, now: str) -> Flow[Record]:
     return record
 
 
+#: how often an update or a delete is made again when another writer changed the memory
+#: between its read and its write
+_ATTEMPTS = 64
+_END_OF_TIME = "9999-12-31T23:59:59.999999+00:00"
+
+
+def unchanged(record: Record, now: str) -> Filter:
+    """``record`` as it was read: same text, same last change, still valid (checked again
+    inside the write's transaction, where no other writer of its scope runs)."""
+    # not valid_at(now): another process's clock may run ahead of this one's
+    ended = Condition(field="valid_to", operator="lte", value=_END_OF_TIME)
+    same = all_of(scope_key(record), hash_filter(None, [record.hash]),
+                  Condition(field="updated_at", operator="eq", value=record.updated_at),
+                  Not(item=ended) if record.valid_to is None else
+                  Condition(field="valid_to", operator="eq", value=record.valid_to))
+    assert same is not None
+    return same
+
+
+def _following(memory_id: str, now: str) -> Flow[tuple[Record, str]]:
+    """The current memory and the time to stamp its change with: never before its last
+    change, whatever the clocks of the processes that wrote it (a memory another process
+    deleted "later" is gone now)."""
+    checked = memory_id_of(memory_id)
+    record: Record | None = None if checked is None else (yield Get(checked))
+    if record is not None:
+        now = max(now, record.updated_at)
+    if record is None or not is_valid(record, now):
+        raise NotFoundError(f"no memory with id {memory_id!r}"[:300])
+    return record, now
+
+
+def _again(make: Callable[[], Flow[T]]) -> Flow[T]:
+    """Run the flow ``make()`` again while another writer changed its memory meanwhile: a
+    concurrent update and delete of one memory apply one after the other, each on what
+    the other left (or NotFoundError once it is gone), and no event is lost."""
+    for attempt in range(_ATTEMPTS):
+        try:
+            return (yield from make())
+        except ChangedMeanwhile:
+            if attempt == _ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 def update_flow(memory_id: str, text: str | None, metadata: dict[str, object] | None,
                 expires_at: str | None, now: str,
                 lifecycle: dict[str, object] | None = None) -> Flow[MemoryItem]:
     """The memory keeps its id with the new text; the old text stays as a past version.
 
     Without a new text only the other fields change, in place (no version, no history)."""
+    return (yield from _again(lambda: _update(memory_id, text, metadata, expires_at, now,
+                                                lifecycle)))
+
+
+def _update(memory_id: str, text: str | None, metadata: dict[str, object] | None,
+            expires_at: str | None, now: str,
+            lifecycle: dict[str, object] | None) -> Flow[MemoryItem]:
     if text is not None and not text_of(text, "the new text of a memory").strip():
         raise MemkitError("the new text of a memory must be a non-empty string")
-    record = yield from current_flow(memory_id, now)
+    record, now = yield from _following(memory_id, now)
     check_order(record, now)
     metadata = checked_update(record, metadata, lifecycle)
     if text is None:
@@ -99,7 +155,8 @@ def update_flow(memory_id: str, text: str | None, metadata: dict[str, object] | 
         if expires_at is not None:
             fields["expires_at"] = expires_at
         changed = replace(record, updated_at=now, vector=None, **fields)  # type: ignore[arg-type]
-        yield from apply(WriteBatch(updates=[changed], dedup_scope=scope_key(record)))
+        yield from apply(WriteBatch(updates=[changed], dedup_scope=scope_key(record),
+                                    requires=unchanged(record, now)))
         return changed.to_item()
     vectors = yield from ask(Embed((text, record.memory)))
     changes: dict[str, object] = {"metadata": {**record.metadata, **(metadata or {})},
@@ -109,22 +166,26 @@ def update_flow(memory_id: str, text: str | None, metadata: dict[str, object] | 
     updated, past = revise(record, text, now, vectors[0], vectors[1], **changes)
     history = [history_row(record, "UPDATE", record.memory, text, now)]
     yield from apply(WriteBatch(updates=[updated], versions=[past], history=history,
-                                dedup_scope=scope_key(record)))
+                                dedup_scope=scope_key(record), requires=unchanged(record, now)))
     return replace(updated, vector=None).to_item()
 
 
 def delete_flow(memory_id: str, hard: bool, now: str) -> Flow[None]:
     """End the memory's validity; ``hard`` removes it and its past versions for good."""
+    return (yield from _again(lambda: _delete(memory_id, hard, now)))
+
+
+def _delete(memory_id: str, hard: bool, now: str) -> Flow[None]:
     if hard:
         versions = yield from chain_flow(memory_id)
         if not versions:
             raise NotFoundError(f"no memory with id {memory_id!r}")
         yield from apply(WriteBatch(deletes=[v.id for v in versions]))
         return
-    record = yield from current_flow(memory_id, now)
+    record, now = yield from _following(memory_id, now)
     history = [history_row(record, "DELETE", record.memory, None, now)]
     yield from apply(WriteBatch(updates=[end(record, now)], history=history,
-                                dedup_scope=scope_key(record)))
+                                dedup_scope=scope_key(record), requires=unchanged(record, now)))
 
 
 def delete_all_flow(scope: Scope, filter: Filter | None, now: str) -> Flow[DeleteResult]:

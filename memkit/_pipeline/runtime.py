@@ -11,6 +11,7 @@ handlers it gives the runtime (memkit._pipeline.calls.Handlers).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Generator, Sequence
@@ -290,8 +291,24 @@ def graph_job(effect: GraphEffect, graph: GraphStore) -> Job[Any]:
 def transact(store: VectorStore, history: HistoryStore, effect: Transaction[Any],
              graph: GraphStore | None = None) -> Any:
     """Run a write flow inside the store's transaction, with blocking calls."""
-    with _store_errors(), store.transaction(effect.key) as writer:
+    with _store_errors(), _across_processes(store, history, effect.key), \
+            store.transaction(effect.key) as writer:
         return _drive(effect.flow, lambda e: store_job(e, store, history, writer, graph).call())
+
+
+def _across_processes(store: VectorStore, history: HistoryStore,
+                      key: str) -> contextlib.AbstractContextManager[None]:
+    """The history's lock on ``key`` when the store's transaction holds in this process only."""
+    if store.locks_processes:
+        return contextlib.nullcontext()
+    return history.lock(store.collection_name, key)
+
+
+def _aacross_processes(store: VectorStore, history: HistoryStore,
+                       key: str) -> contextlib.AbstractAsyncContextManager[None]:
+    if store.locks_processes:
+        return contextlib.nullcontext()
+    return history.alock(store.collection_name, key)
 
 
 async def atransact(store: VectorStore, history: HistoryStore, effect: Transaction[Any],
@@ -302,7 +319,8 @@ async def atransact(store: VectorStore, history: HistoryStore, effect: Transacti
     if not store.native_async:
         return await asyncio.to_thread(transact, store, history, effect, graph)
     with _store_errors():
-        async with store.atransaction(effect.key) as writer:
+        async with _aacross_processes(store, history, effect.key), \
+                store.atransaction(effect.key) as writer:
             flow, result = effect.flow, None
             while True:
                 try:

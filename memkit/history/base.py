@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 
 from memkit._models import HistoryRecord, SearchLogEntry
 
@@ -27,6 +28,19 @@ class HistoryStore(ABC):
     @abstractmethod
     def reset(self) -> None:
         """Delete every record."""
+
+    @contextmanager
+    def lock(self, collection: str, key: str) -> Iterator[None]:
+        """Held around a write to ``collection`` keyed ``key`` (an add's scope) when the vector
+        store cannot exclude other processes' writers itself: exclusive with every holder of
+        the same key, or of ``EVERY_KEY``, in any process that shares this history. The
+        default holds nothing (a history no other process shares)."""
+        yield
+
+    @asynccontextmanager
+    async def alock(self, collection: str, key: str) -> AsyncIterator[None]:
+        """:meth:`lock` without blocking the event loop."""
+        yield
 
     def open(self) -> None:  # noqa: B027 - optional
         """Create what the log's tables lack, before the first write. Idempotent."""

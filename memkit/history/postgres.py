@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import psycopg
@@ -22,6 +23,7 @@ from memkit._postgres import (
     Statement,
     T,
     adrive,
+    advisory_key,
     aretrying,
     check_name,
     drive,
@@ -32,6 +34,7 @@ from memkit._postgres import (
 )
 from memkit._time import to_datetime
 from memkit.history import _searches
+from memkit.history._locks import EVERY_KEY
 from memkit.history.base import HistoryStore
 
 _COLUMNS = (
@@ -59,22 +62,26 @@ class PostgresHistory(PoolOwner, HistoryStore):
         self._apool: AsyncConnectionPool[Any] | None = None
 
     # -- connections ----------------------------------------------------
-    def _run(self, op: Op[T]) -> T:
-        self.ensure_table()
+    def _sync_pool(self) -> ConnectionPool[Any]:
         with self._lock:
             if self._pool is None:
                 self._pool = ConnectionPool(self.dsn, min_size=1, max_size=4, open=True)
-            pool = self._pool
-        with pool.connection() as conn:
+            return self._pool
+
+    async def _async_pool(self) -> AsyncConnectionPool[Any]:
+        async with self._alock:
+            if self._apool is None:
+                self._apool = await open_async_pool(self.dsn, 4)
+            return self._apool
+
+    def _run(self, op: Op[T]) -> T:
+        self.ensure_table()
+        with self._sync_pool().connection() as conn:
             return drive(conn, op)
 
     async def _arun(self, op: Op[T]) -> T:
         await self.aensure_table()
-        async with self._alock:
-            if self._apool is None:
-                self._apool = await open_async_pool(self.dsn, 4)
-            pool = self._apool
-        async with pool.connection() as conn:
+        async with (await self._async_pool()).connection() as conn:
             return await adrive(conn, op)
 
     def ensure_table(self) -> None:
@@ -127,6 +134,19 @@ class PostgresHistory(PoolOwner, HistoryStore):
             ).format(i=sql.Identifier(f"{self.table}_memory"), t=self._table)),
             *(Statement(sql.SQL(statement)) for statement in _searches.schema(self.table)),
         ]
+
+    @contextmanager
+    def lock(self, collection: str, key: str) -> Iterator[None]:
+        """Advisory locks held by a transaction of this history's pool."""
+        with self._sync_pool().connection() as conn, conn.transaction():
+            drive(conn, _lock_op(collection, key))
+            yield
+
+    @asynccontextmanager
+    async def alock(self, collection: str, key: str) -> AsyncIterator[None]:
+        async with (await self._async_pool()).connection() as conn, conn.transaction():
+            await adrive(conn, _lock_op(collection, key))
+            yield
 
     # -- operations, each written once -----------------------------------
     def insert_op(self, records: Sequence[HistoryRecord]) -> Op[None]:
@@ -221,6 +241,18 @@ class PostgresHistory(PoolOwner, HistoryStore):
 def _history(row: Sequence[Any]) -> HistoryRecord:
     values = dict(zip(_COLUMNS, row, strict=True))
     return HistoryRecord(**values | {"timestamp": to_datetime(values["timestamp"])})
+
+
+def _lock_op(collection: str, key: str) -> Op[None]:
+    """Every writer of ``collection`` holds its lock shared and its key's exclusive;
+    ``EVERY_KEY`` holds the collection's exclusive."""
+    every = advisory_key("memkit-writers", collection)
+    if key == EVERY_KEY:
+        yield Statement(sql.SQL("SELECT pg_advisory_xact_lock(%(k)s)"), {"k": every})
+        return
+    yield Statement(sql.SQL("SELECT pg_advisory_xact_lock_shared(%(k)s)"), {"k": every})
+    yield Statement(sql.SQL("SELECT pg_advisory_xact_lock(%(k)s)"),
+                    {"k": advisory_key("memkit-writers", collection, key)})
 
 
 def _one(query: sql.Composed) -> Op[None]:

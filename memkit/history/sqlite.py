@@ -12,14 +12,15 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from memkit._errors import ConfigError
 from memkit._models import HistoryRecord, SearchLogEntry
 from memkit._time import to_datetime, to_iso
 from memkit.history import _searches
+from memkit.history._locks import FileLocks
 from memkit.history.base import HistoryStore
 
 BUSY_TIMEOUT_SECONDS = 30.0
@@ -177,6 +178,7 @@ class SQLiteHistory(HistoryStore):
 
     def _init(self, db: SQLiteConnection, table: str, *, owns_connection: bool) -> None:
         self._db = db
+        self._locks = None if db.path == ":memory:" else FileLocks(db.path)
         self._table = check_identifier(table, "history table name")
         self._owns_connection = owns_connection
         with db.write() as conn:
@@ -198,6 +200,23 @@ class SQLiteHistory(HistoryStore):
             )
             for statement in _searches.schema(table):
                 conn.execute(statement)
+
+    @contextmanager
+    def lock(self, collection: str, key: str) -> Iterator[None]:
+        """In files beside the history's (see :mod:`memkit.history._locks`)."""
+        if self._locks is None:
+            yield
+            return
+        with self._locks.hold(collection, key):
+            yield
+
+    @asynccontextmanager
+    async def alock(self, collection: str, key: str) -> AsyncIterator[None]:
+        if self._locks is None:
+            yield
+            return
+        async with self._locks.ahold(collection, key):
+            yield
 
     def add(self, records: Sequence[HistoryRecord]) -> None:
         if not records:

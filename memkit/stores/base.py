@@ -272,6 +272,11 @@ class VectorStore(ABC):
     native_async: bool = False
     #: where the default SQLite history goes when the store has none of its own
     default_history_path: ClassVar[str] = "~/.memkit/history.db"
+    #: whether :meth:`transaction` also excludes writers in other processes (the engine's
+    #: own locks, or no other process can reach the collection); otherwise memkit takes a
+    #: lock where the history lives (:meth:`~memkit.history.base.HistoryStore.lock`)
+    locks_processes: ClassVar[bool] = False
+    collection_name: str = "memkit"
 
     def __init__(self) -> None:
         self._write_lock = WriteLock()

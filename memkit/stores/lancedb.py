@@ -30,7 +30,9 @@ import copy
 import json
 import re
 import threading
+import time
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any, ClassVar
 
 from memkit._errors import ConfigError, VectorStoreError
@@ -107,7 +109,8 @@ class LanceDBStore(VectorStore):
         lancedb = require("lancedb", "lancedb")
         self.path = path
         self.collection_name = self._live = collection_name
-        self._db = lancedb.connect(path)
+        # Every read sees the latest commit, this process's or another's.
+        self._db = lancedb.connect(path, read_consistency_interval=timedelta(0))
         self._table: Any = None
         self._dimension: int | None = None
         self._model = ""
@@ -122,6 +125,17 @@ class LanceDBStore(VectorStore):
             self._open_table(dimension, model)
 
     def _open_table(self, dimension: int, model: str) -> None:
+        """Open or create the table; while another process creates it (listed before its
+        first commit, or created between our look and our create), look again."""
+        for wait in (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, None):
+            try:
+                return self._open_or_create(dimension, model)
+            except VectorStoreError as exc:
+                if wait is None or not _being_created(exc):
+                    raise
+            time.sleep(wait)
+
+    def _open_or_create(self, dimension: int, model: str) -> None:
         name = self.collection_name
         try:
             if name in self._db.table_names():
@@ -294,6 +308,11 @@ class LanceDBStore(VectorStore):
 
     def count(self, filter: Filter | None = None) -> int:
         return int(self.table.count_rows(self._where(filter)))
+
+
+def _being_created(exc: VectorStoreError) -> bool:
+    """Whether ``exc`` says another process is creating the table right now."""
+    return "already exists" in str(exc) or "was not found" in str(exc)
 
 
 def _after(cursor: str | None, order: Order) -> str | None:

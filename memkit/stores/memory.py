@@ -36,6 +36,7 @@ class InMemoryStore(VectorStore):
     provider = "memory"
     default_history_path = ":memory:"
     supports_keyword = True
+    locks_processes = True  # no other process can reach it
 
     def __init__(self, collection_name: str = "memkit") -> None:
         super().__init__()

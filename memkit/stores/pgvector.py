@@ -414,6 +414,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
 
     provider = "pgvector"
     supports_keyword: ClassVar[bool] = True
+    locks_processes: ClassVar[bool] = True  # advisory locks in PostgreSQL
     native_async = True
 
     def __init__(

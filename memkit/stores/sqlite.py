@@ -419,6 +419,7 @@ class SQLiteStore(VectorStore):
     """
 
     provider: ClassVar[str] = "sqlite"
+    locks_processes: ClassVar[bool] = True  # BEGIN IMMEDIATE holds the file's write lock
     supports_keyword: ClassVar[bool] = True
 
     def __init__(

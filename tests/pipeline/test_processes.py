@@ -7,6 +7,7 @@ collection. A hang fails the test (``pytest.mark.timeout``) instead of stalling 
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import threading
@@ -24,7 +25,8 @@ from memkit.stores.base import VectorStore
 from memkit.testing import HashEmbedder, ScriptedLLM
 from tests.conftest import engine_address, unique_name
 
-PROCESSES, THREADS, FACTS = 4, 4, 10
+PROCESSES, THREADS, FACTS = 4, 4, 6
+UPDATES = 5
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Shared:
     store: str
     where: str
     name: str
+    folder: str = ""  #: where a history kept beside the store lives
 
     def parts(self) -> tuple[VectorStore, HistoryStore]:
         if self.store == "sqlite":
@@ -41,11 +44,22 @@ class Shared:
 
             sqlite = SQLiteStore(self.where, collection_name=self.name)
             return sqlite, sqlite.history()
-        from memkit.history.postgres import PostgresHistory
-        from memkit.stores.pgvector import PgVectorStore
+        if self.store == "pgvector":
+            from memkit.history.postgres import PostgresHistory
+            from memkit.stores.pgvector import PgVectorStore
 
-        return (PgVectorStore(self.where, collection_name=self.name),
-                PostgresHistory(self.where, table=f"{self.name}_h"))
+            return (PgVectorStore(self.where, collection_name=self.name),
+                    PostgresHistory(self.where, table=f"{self.name}_h"))
+        from memkit.history.sqlite import SQLiteHistory
+
+        history = SQLiteHistory(os.path.join(self.folder, "history.db"))
+        if self.store == "lancedb":
+            from memkit.stores.lancedb import LanceDBStore
+
+            return LanceDBStore(self.where, collection_name=self.name), history
+        from memkit.stores.chroma import ChromaStore
+
+        return ChromaStore(url=self.where, collection_name=self.name), history
 
     def memory(self) -> Memory:
         store, history = self.parts()
@@ -75,23 +89,61 @@ def _add_the_same_facts(start: Any, shared: Shared, threads: int, facts: int) ->
     return errors
 
 
+def _update_or_delete(start: Any, shared: Shared, memory_id: str, role: int) -> list[str]:
+    """In a process of its own: role 0 deletes the memory once others have updated it;
+    any other role updates it until it is gone. What each call did, or the error."""
+    from memkit import NotFoundError
+
+    memory = shared.memory()
+    start.wait()
+    done: list[str] = []
+    try:
+        if role == 0:
+            while sum(h.event == "UPDATE" for h in memory.history(memory_id)) < 2:
+                pass
+            memory.delete(memory_id)
+            done.append("deleted")
+        else:
+            for i in range(UPDATES):
+                memory.update(memory_id, f"text {i} of process {role}")
+                done.append(f"updated:text {i} of process {role}")
+    except NotFoundError:
+        done.append("gone")
+    except Exception as exc:  # reported to the parent, which names it
+        done.append(f"error:{exc!r}")
+    memory.close()
+    return done
+
+
 def run_processes(target: Callable[..., list[str]], *args: Any,
-                  processes: int = PROCESSES) -> list[str]:
-    """Run ``target(start, *args)`` in ``processes`` fresh processes, each waiting on the
-    barrier ``start`` for the others; their errors."""
+                  processes: int = PROCESSES, numbered: bool = False) -> list[str]:
+    """Run ``target(start, *args, i)`` in ``processes`` fresh processes (``i`` numbers
+    them, when ``numbered``), each waiting on the barrier ``start`` for the others; what
+    they return, one list."""
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager:
         start = manager.Barrier(processes)
         with context.Pool(processes) as pool:
-            results = [pool.apply_async(target, (start, *args))
-                       for _ in range(processes)]
+            results = [pool.apply_async(target, (start, *args, *([i] if numbered else [])))
+                       for i in range(processes)]
             return [error for result in results for error in result.get()]
 
 
-@pytest.fixture(params=["sqlite", "pgvector"])
+@pytest.fixture(params=["sqlite", "pgvector", "lancedb", "chroma-server"])
 def shared(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Shared]:
     if request.param == "sqlite":
         yield Shared("sqlite", os.fspath(tmp_path / "memkit.db"), "shared")
+        return
+    if request.param == "lancedb":
+        yield Shared("lancedb", os.fspath(tmp_path / "lance"), "shared", os.fspath(tmp_path))
+        return
+    if request.param == "chroma-server":
+        url = engine_address("MEMKIT_TEST_CHROMA_URL")
+        made = Shared("chroma", url, unique_name("processes"), os.fspath(tmp_path))
+        yield made
+        from memkit.stores.chroma import ChromaStore
+
+        ChromaStore(url=url, collection_name=made.name).client.delete_collection(made.name)
         return
     dsn = engine_address("MEMKIT_TEST_PG_DSN")
     made = Shared("pgvector", dsn, unique_name("processes"))
@@ -116,6 +168,25 @@ def test_processes_adding_the_same_facts_leave_one_memory_each(shared: Shared) -
                                                      for i in range(FACTS))
     for item in items:
         assert [h.event for h in memory.history(item.id)] == ["ADD"]
+    memory.close()
+
+
+@pytest.mark.timeout(180)
+def test_processes_updating_and_deleting_one_memory_lose_no_event(shared: Shared) -> None:
+    memory = shared.memory()
+    added = memory.add("the first text", user_id="u", infer=False).results[0]
+    done = run_processes(_update_or_delete, shared, added.id, numbered=True)
+    assert [d for d in done if d.startswith("error:")] == []
+    assert "deleted" in done
+    events = memory.history(added.id)
+    assert [e.event for e in events].count("DELETE") == 1
+    assert events[-1].event == "DELETE"  # nothing changed it once it was deleted
+    updates = [e.new_value for e in events if e.event == "UPDATE"]
+    assert sorted(updates) == sorted(d.removeprefix("updated:") for d in done
+                                     if d.startswith("updated:"))
+    for before, after in itertools.pairwise(events):  # each on what the last one left
+        assert after.old_value == before.new_value
+    assert memory.get(added.id) is None
     memory.close()
 
 

@@ -37,6 +37,10 @@ from memkit.stores.base import Record, WriteBatch, hash_filter
 _PAGE = 1000
 
 
+class ChangedMeanwhile(ConflictError):
+    """A batch's ``requires`` no longer holds: another writer changed what it was made from."""
+
+
 @dataclass(frozen=True, slots=True)
 class Applied:
     """What a batch did: ``winners`` maps each skipped add's id to the memory that won."""
@@ -65,7 +69,7 @@ def apply_flow(batch: WriteBatch) -> WriteFlow[Applied]:
     if batch.requires is not None:
         present, _ = yield from ask_write(ListRecords(batch.requires, 1))
         if not present:
-            raise ConflictError("what the change started from was changed by another writer")
+            raise ChangedMeanwhile("what the change started from was changed by another writer")
     winners = yield from duplicates(batch)
     adds = tuple(r for r in [*batch.adds, *batch.versions] if r.id not in winners)
     if adds:
