@@ -109,7 +109,7 @@ def _following(memory_id: str, now: str) -> Flow[tuple[Record, str]]:
     change, whatever the clocks of the processes that wrote it (a memory another process
     deleted "later" is gone now)."""
     checked = memory_id_of(memory_id)
-    record: Record | None = None if checked is None else (yield Get(checked))
+    record: Record | None = None if checked is None else (yield from ask(Get(checked)))
     if record is not None:
         now = max(now, record.updated_at)
     if record is None or not is_valid(record, now):
