@@ -74,6 +74,7 @@ class AsyncMemory(Client):
         dry_run: bool = False,
         memory_type: str | None = None,
         importance: float | None = None,
+        confidence: float | None = None,
         surface: str | None = None,
     ) -> AddResult:
         """See :meth:`Memory.add`."""
@@ -81,7 +82,7 @@ class AsyncMemory(Client):
             self._settings, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
             filters=filters, prompt=prompt, infer=infer, timestamp=timestamp, on_error=on_error,
             expires_at=expires_at, expiration_date=expiration_date, dry_run=dry_run,
-            memory_type=memory_type, importance=importance, surface=surface))
+            memory_type=memory_type, importance=importance, confidence=confidence, surface=surface))
 
     async def search(
         self,
@@ -142,13 +143,14 @@ class AsyncMemory(Client):
         expires_at: Timestamp | None = None,
         memory_type: str | None = None,
         importance: float | None = None,
+        confidence: float | None = None,
         surface: str | None = None,
     ) -> MemoryItem:
         """See :meth:`Memory.update`."""
         return await self._runtime.arun(requests.update(self._settings, memory_id, text, metadata=metadata,
                                                 data=data, expires_at=expires_at,
                                                 memory_type=memory_type, importance=importance,
-                                                surface=surface))
+                                                confidence=confidence, surface=surface))
 
     async def delete(self, memory_id: str, *, hard: bool = False) -> None:
         """See :meth:`Memory.delete`."""

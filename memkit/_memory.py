@@ -72,6 +72,7 @@ class Memory(Client):
         dry_run: bool = False,
         memory_type: str | None = None,
         importance: float | None = None,
+        confidence: float | None = None,
         surface: str | None = None,
     ) -> AddResult:
         """Remember a conversation (a string, a message dict or a list of them).
@@ -89,7 +90,8 @@ class Memory(Client):
         reports LLM and embedding failures in ``AddResult.errors`` and stores
         what it can, instead of raising. ``memory_type`` (one of ``MEMORY_TYPES`` or a
         word of your own) and ``importance`` (0 to 1) are given to every memory this
-        add writes, over what the extraction says. A ``memory_type="task"`` memory gets
+        add writes, over what the extraction says; ``confidence`` (0 to 1, default 1) is
+        where their confidence starts. A ``memory_type="task"`` memory gets
         ``metadata["status"]`` "open" unless given one of ``TASK_STATUSES``;
         ``surface="startup"`` puts the memories in :meth:`startup_context`.
         """
@@ -97,7 +99,7 @@ class Memory(Client):
             self._settings, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
             filters=filters, prompt=prompt, infer=infer, timestamp=timestamp, on_error=on_error,
             expires_at=expires_at, expiration_date=expiration_date, dry_run=dry_run,
-            memory_type=memory_type, importance=importance, surface=surface))
+            memory_type=memory_type, importance=importance, confidence=confidence, surface=surface))
 
     def search(
         self,
@@ -183,17 +185,19 @@ class Memory(Client):
         expires_at: Timestamp | None = None,
         memory_type: str | None = None,
         importance: float | None = None,
+        confidence: float | None = None,
         surface: str | None = None,
     ) -> MemoryItem:
         """Replace a memory's text (re-embedded); ``metadata`` is merged into its metadata.
         ``data=`` is mem0's name for ``text``. The memory keeps its id; the old text
         stays as a past version (see :meth:`versions`), valid until now.
-        ``expires_at`` sets a new expiry; ``memory_type`` and ``importance`` set those.
+        ``expires_at`` sets a new expiry; ``memory_type``, ``importance`` and
+        ``confidence`` set those.
         Without a new text the other fields change in place (no new version).
         ``surface="startup"`` marks the memory for :meth:`startup_context`."""
         return self._runtime.run(requests.update(self._settings, memory_id, text, metadata=metadata, data=data,
                                          expires_at=expires_at, memory_type=memory_type,
-                                         importance=importance, surface=surface))
+                                         importance=importance, confidence=confidence, surface=surface))
 
     def delete(self, memory_id: str, *, hard: bool = False) -> None:
         """End a memory's validity: it is no longer returned, but its text stays for

@@ -64,6 +64,8 @@ MemoryType = Annotated[str | None, Field(description=(
     '"decision", "fact".'))]
 Importance = Annotated[float | None, Field(ge=0, le=1, description=(
     "Optional importance from 0 to 1."))]
+Confidence = Annotated[float | None, Field(ge=0, le=1, description=(
+    "Optional confidence from 0 to 1 (default 1)."))]
 IncludeExpired = Annotated[bool, Field(description="true: expired memories too.")]
 Metadata = Annotated[dict[str, Any] | None, Field(
     description="Optional labels merged into the memory's metadata.")]
@@ -91,6 +93,7 @@ class _AddMemoryArgs(Args):
         "true: only report what would change; nothing is stored."))] = False
     memory_type: MemoryType = None
     importance: Importance = None
+    confidence: Confidence = None
     expires_at: ExpiresAt = None
     surface: Surface = None
 
@@ -168,6 +171,7 @@ class _UpdateMemoryArgs(Args):
     expires_at: ExpiresAt = None
     memory_type: MemoryType = None
     importance: Importance = None
+    confidence: Confidence = None
     surface: Surface = None
 
 

@@ -123,8 +123,10 @@ def test_stats_consolidate_and_feedback_tools(mode: str) -> None:
             else asyncio.run(other.acall("memory_feedback", {"memory_id": ids[2], "useful": False}))
 
     golf = call("add_memory", {"content": "User tried golf", "infer": False, "importance": 0.2,
-                               "memory_type": "episode"})["results"][0]["id"]  # type: ignore[index]
-    assert call("get_memory", {"memory_id": golf})["importance"] == 0.2
+                               "memory_type": "episode", "confidence": 0.9}
+                )["results"][0]["id"]  # type: ignore[index]
+    got = call("get_memory", {"memory_id": golf})
+    assert (got["importance"], got["confidence"]) == (0.2, 0.9)
     for _ in range(5):
         call("memory_feedback", {"memory_id": golf, "useful": False})
     dry = call("memory_prune", {"below": 0.5})

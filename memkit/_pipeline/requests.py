@@ -139,10 +139,11 @@ def add(
     dry_run: bool = False,
     memory_type: str | None = None,
     importance: float | None = None,
+    confidence: float | None = None,
     surface: str | None = None,
 ) -> Flow[AddResult]:
     prompts = s.config.custom_prompts
-    lifecycle = lifecycle_fields(memory_type, importance)
+    lifecycle = lifecycle_fields(memory_type, importance, confidence)
     request = AddRequest(
         messages=messages_of(messages),
         scope=Scope.of(user_id, agent_id, run_id),
@@ -274,16 +275,17 @@ def update(
     expires_at: Timestamp | None = None,
     memory_type: str | None = None,
     importance: float | None = None,
+    confidence: float | None = None,
     surface: str | None = None,
 ) -> Flow[MemoryItem]:
     if text is not None and data is not None:
         raise MemkitError("update() takes the new text once: as text or as data=")
-    lifecycle = lifecycle_fields(memory_type, importance)
+    lifecycle = lifecycle_fields(memory_type, importance, confidence)
     new_text = text if text is not None else None if data is None else str(data)
     if new_text is None and not (lifecycle or metadata or expires_at is not None
                                  or surface is not None):
         raise MemkitError("update() needs a new text, metadata, expires_at, memory_type, "
-                          "importance or surface")
+                          "importance, confidence or surface")
     return update_flow(memory_id, new_text, with_surface(metadata_of(metadata), surface),
                        _expiry(expires_at, None), s.now(), lifecycle)
 

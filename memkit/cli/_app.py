@@ -40,6 +40,8 @@ ExpiresOpt = Annotated[str | None, typer.Option(
 TypeOpt = Annotated[str | None, typer.Option(
     "--memory-type", help='e.g. task, preference, decision, fact.')]
 ImportanceOpt = Annotated[float | None, typer.Option(min=0, max=1, help="From 0 to 1.")]
+ConfidenceOpt = Annotated[float | None, typer.Option(
+    min=0, max=1, help="Where the confidence starts, 0 to 1 (default 1).")]
 SurfaceOpt = Annotated[str | None, typer.Option(
     help='"startup": shown in the startup briefing.')]
 ExpiredOpt = Annotated[bool, typer.Option("--include-expired", help="Expired memories too.")]
@@ -187,7 +189,8 @@ def add(
     expires_at: ExpiresOpt = None,
     timestamp: Annotated[str | None, typer.Option(
         help="When it was said (ISO 8601; default: now).")] = None,
-    memory_type: TypeOpt = None, importance: ImportanceOpt = None, surface: SurfaceOpt = None,
+    memory_type: TypeOpt = None, importance: ImportanceOpt = None,
+    confidence: ConfidenceOpt = None, surface: SurfaceOpt = None,
     filters: Annotated[str | None, typer.Option(
         "--filters", "-f", help="JSON: which memories the LLM may update or delete.")] = None,
     prompt: Annotated[str | None, typer.Option(help="Replaces the extraction prompt.")] = None,
@@ -207,7 +210,8 @@ def add(
                                 metadata=_json_arg(metadata, "--metadata"), infer=infer,
                                 dry_run=dry_run, expires_at=expires_at, timestamp=timestamp,
                                 memory_type=memory_type, importance=importance,
-                                surface=surface, filters=_json_arg(filters, "--filters"),
+                                confidence=confidence, surface=surface,
+                                filters=_json_arg(filters, "--filters"),
                                 prompt=prompt, on_error=on_error)  # type: ignore[arg-type]
         finally:
             if waiting is not None:
@@ -293,14 +297,16 @@ def update(
     metadata: Annotated[str | None, typer.Option("--metadata", "-m", help="JSON, merged.")
                         ] = None,
     expires_at: ExpiresOpt = None, memory_type: TypeOpt = None,
-    importance: ImportanceOpt = None, surface: SurfaceOpt = None,
+    importance: ImportanceOpt = None, confidence: ConfidenceOpt = None,
+    surface: SurfaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Replace a memory's text, or set its fields (ID: the id or a unique prefix of it)."""
     with _memory(ctx) as memory:
         item = memory.update(_resolve_id(memory, memory_id), text,
                              metadata=_json_arg(metadata, "--metadata"), expires_at=expires_at,
-                             memory_type=memory_type, importance=importance, surface=surface)
+                             memory_type=memory_type, importance=importance,
+                             confidence=confidence, surface=surface)
     data = item.model_dump(mode="json", exclude={"score"})
     _emit(data, as_json, lambda: print(f"updated {data['id']}: {data['memory']}"))
 

@@ -129,7 +129,8 @@ async def add_memories(body: AddBody, grant: Auth, mem: Mem, feed: Feed) -> AddR
                            timestamp=body.timestamp, prompt=body.prompt, filters=body.filters,
                            on_error=body.on_error, expires_at=body.expires_at,
                            dry_run=body.dry_run, memory_type=body.memory_type,
-                           importance=body.importance, surface=body.surface)
+                           importance=body.importance, confidence=body.confidence,
+                           surface=body.surface)
     if body.dry_run:
         return result
     feed.publish(ChangeEvent.of(_CHANGES[ev.event], ev.id, _item_scope(ev),
@@ -245,7 +246,8 @@ async def update_memory(memory_id: str, body: UpdateBody, grant: Auth, mem: Mem,
     await visible(mem, grant, memory_id)
     item = await mem.update(memory_id, body.text, metadata=body.metadata,
                             expires_at=body.expires_at, memory_type=body.memory_type,
-                            importance=body.importance, surface=body.surface)
+                            importance=body.importance, confidence=body.confidence,
+                            surface=body.surface)
     feed.publish([ChangeEvent.of("memory_updated", item.id, _item_scope(item),
                               memory=item.memory)])
     return item

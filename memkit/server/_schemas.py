@@ -48,6 +48,8 @@ class AddBody(_Body):
     memory_type: str | None = Field(None, description='e.g. "task" (with a status, open at '
                                                       'first), "preference", "fact".')
     importance: float | None = Field(None, ge=0, le=1)
+    confidence: float | None = Field(None, ge=0, le=1, description="Where the memories' "
+                                     "confidence starts (default 1).")
     surface: Literal["startup"] | None = Field(
         None, description='"startup": shown in the startup briefing (GET /v1/startup/).')
 
@@ -98,6 +100,7 @@ class UpdateBody(_Body):
     expires_at: datetime | None = Field(None, description="A new expiry.")
     memory_type: str | None = None
     importance: float | None = Field(None, ge=0, le=1)
+    confidence: float | None = Field(None, ge=0, le=1)
     surface: Literal["startup"] | None = None
 
 

@@ -274,3 +274,18 @@ def test_replayed_conversation_decay_and_reinforcement_rerank(make_memory: MakeM
     assert list(off) == [coffee, tea]  # by relevance: the query names coffee
     assert list(on) == [tea, coffee]  # relevance x confidence: tea was kept fresh
     assert off[tea].confidence == off[coffee].confidence == 1.0
+
+
+def test_an_add_and_an_update_set_where_the_confidence_starts(make_memory: MakeMemory) -> None:
+    m = make_memory(ScriptedLLM([{"facts": ["User might like jazz"]}]))
+    [guess] = m.add("maybe jazz?", user_id="u", confidence=0.4).results  # inferred
+    [plain] = m.add("User likes tea", user_id="u", infer=False).results
+    [sure] = m.add("User is vegan", user_id="u", infer=False, confidence=0.9).results
+    assert [m.get(e.id).confidence for e in (guess, plain, sure)] == [0.4, 1.0, 0.9]
+    assert m.update(plain.id, confidence=0.6).confidence == 0.6  # in place
+    assert m.update(sure.id, "User is vegetarian", confidence=0.7).confidence == 0.7
+    found = m.search("jazz", user_id="u", min_confidence=0.5).results
+    assert guess.id not in [i.id for i in found]
+    for bad in (1.5, -0.1, "high"):
+        with pytest.raises(MemkitError, match="confidence"):
+            m.add("x", user_id="u", infer=False, confidence=bad)

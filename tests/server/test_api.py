@@ -35,6 +35,15 @@ def test_add_list_get_update_history_delete(client: Client) -> None:
 
     updated = c.put(f"/v1/memories/{memory_id}/", json={"text": "I like black tea"})
     assert updated.status_code == 200 and updated.json()["memory"] == "I like black tea"
+    fields = c.put(f"/v1/memories/{memory_id}/", json={"confidence": 0.7, "importance": 0.3,
+                                                        "memory_type": "preference"}).json()
+    assert (fields["memory"], fields["confidence"], fields["importance"],
+            fields["memory_type"]) == ("I like black tea", 0.7, 0.3, "preference")
+    unsure = c.post("/v1/memories/", json={"messages": "maybe coffee", "user_id": user,
+                                           "infer": False, "confidence": 0.2}).json()
+    assert c.get(f"/v1/memories/{unsure['results'][0]['id']}/").json()["confidence"] == 0.2
+    assert c.post("/v1/memories/", json={"messages": "x", "user_id": user,
+                                         "confidence": 2}).status_code == 422
 
     assert c.delete(f"/v1/memories/{memory_id}/").json() == {"deleted": 1}
     assert c.get(f"/v1/memories/{memory_id}/").status_code == 404

@@ -103,7 +103,7 @@ class _Plan:
             created_at=req.timestamp, updated_at=req.timestamp,
             user_id=req.scope.user_id, agent_id=req.scope.agent_id, run_id=req.scope.run_id,
             metadata=metadata, vector=vector, valid_from=req.timestamp, expires_at=req.expires_at,
-            confidence=1.0, **self.lifecycle(text),
+            **{"confidence": 1.0, **self.lifecycle(text)},
         )
         self.batch.adds.append(record)
         self.events.append(record.to_event("ADD", new=text))

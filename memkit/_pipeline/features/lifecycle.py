@@ -248,13 +248,17 @@ def _reinforce(accesses: dict[str, Access], lifecycle: Lifecycle) -> WriteFlow[i
     return len(updates)
 
 
-def lifecycle_fields(memory_type: object = None, importance: object = None) -> dict[str, Any]:
-    """The caller's ``memory_type`` and ``importance``, checked; absent ones left out."""
+def lifecycle_fields(memory_type: object = None, importance: object = None,
+                     confidence: object = None) -> dict[str, Any]:
+    """The caller's ``memory_type``, ``importance`` and ``confidence``, checked; absent ones
+    left out."""
     out: dict[str, Any] = {}
     if memory_type is not None:
         out["memory_type"] = memory_type_of(memory_type)
     if importance is not None:
         out["importance"] = importance_of(importance)
+    if confidence is not None:
+        out["confidence"] = confidence_of(confidence, "confidence")
     return out
 
 
