@@ -28,6 +28,8 @@ from memkit.stores.base import Record, WriteBatch
 from memkit.stores.pgvector import BULK_ROWS, PgVectorStore, build_memory_kb, translate
 from tests.conftest import unique_name
 
+pytestmark = pytest.mark.engine  # a store library beyond memory and SQLite
+
 DIM = 16
 
 
@@ -281,8 +283,6 @@ from memkit import AsyncMemory, Memory
 from memkit.history.sqlite import SQLiteHistory
 from memkit.stores.pgvector import PgVectorStore
 from memkit.testing import HashEmbedder, ScriptedLLM
-
-pytestmark = pytest.mark.engine  # a store library beyond memory and SQLite
 
 for _ in range(10):
     store = PgVectorStore(sys.argv[1], collection_name="left_open_" + uuid.uuid4().hex[:8])
