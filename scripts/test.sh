@@ -51,6 +51,9 @@ if ((fast)); then
     done
     set -- -m "not engine and not slow" "$@"
 else
+    # mem0's own virtualenv (tests/mem0) installs from PyPI while the engines start and
+    # the other tests run; its tests wait for it (a file lock) if it is not done by then.
+    python -m tests.mem0.environment >/dev/null 2>&1 &
     # shellcheck source=scripts/engines.sh
     source scripts/engines.sh
     engines_start

@@ -13,8 +13,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,35 +26,24 @@ from memkit.stores.sqlite import SQLiteStore
 from memkit.testing import HashEmbedder, ScriptedLLM
 from tests.cli.test_commands import memkit
 from tests.conftest import in_ci, unique_name
+from tests.mem0.environment import MEM0, build
 
 pytestmark = pytest.mark.slow
 
-MEM0 = "mem0ai==1.0.11"
 DIMENSIONS = 8
 
 
 @pytest.fixture(scope="module")
 def mem0_python() -> Path:
     """The python of a virtualenv with mem0 (and psycopg for its pgvector store)."""
-    cache = Path(os.environ.get("MEMKIT_TEST_CACHE") or Path(tempfile.gettempdir()) / "memkit-test-cache")
-    venv = cache / f"{MEM0.replace('==', '-')}-py{sys.version_info[0]}{sys.version_info[1]}"
-    python = venv / "bin" / "python"
-    if (venv / "ready").exists():
-        return python
     try:
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True,
-                       capture_output=True, timeout=300)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        MEM0, "psycopg[binary,pool]>=3.1"], check=True, capture_output=True,
-                       timeout=900)
+        return build()
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         output = getattr(exc, "stderr", b"") or b""
         reason = f"could not install {MEM0} from PyPI: {output.decode(errors='replace')[-2000:]}"
         if in_ci():
             pytest.fail(reason)
         pytest.skip(reason)
-    (venv / "ready").write_text(MEM0)
-    return python
 
 
 def _share_chromadb(python: Path) -> None:
