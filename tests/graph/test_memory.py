@@ -100,6 +100,8 @@ def test_seed001_case33_add_with_graph_extracts_entities_and_relations(make: Any
     result = m.add("I work at Google", user_id="alice")
     assert len(llm.calls) == 1 and llm.calls[0].json_schema is not None
     assert "relations" in llm.calls[0].json_schema["properties"]
+    fact = llm.calls[0].json_schema["properties"]["facts"]["items"]  # a model that enforces
+    assert fact["required"] == ["text", "type", "importance"]  # the schema keeps them
     [event] = result.results
     assert triples(result.relations) == [("user", "WORKS_AT", "Google")]
     assert result.relations[0].memory_ids == [event.id]
@@ -500,3 +502,12 @@ def test_an_entity_graph_includes_the_memories_behind_its_relations(make: Any) -
     assert m.get_entity_graph("Acme", user_id="u", include_memories=True).memories[0].id \
         == based.id
     assert m.get_entity_graph("Alice", user_id="v", include_memories=True).memories == []
+
+
+def test_graph_extraction_keeps_each_facts_type_and_importance(make: Any) -> None:
+    fact = {"text": "User works at Google", "type": "fact", "importance": 0.8}
+    m = make(ScriptedLLM([extraction([fact], [rel("user", "works at", "Google")])]))  # type: ignore[list-item]
+    [event] = m.add("I work at Google", user_id="alice").results
+    item = m.get(event.id)
+    assert (item.memory, item.memory_type, item.importance) == ("User works at Google", "fact",
+                                                                0.8)

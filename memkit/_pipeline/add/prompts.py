@@ -55,18 +55,20 @@ _RELATION_ITEM = {
     "additionalProperties": False,
 }
 
+_FACT_ITEM = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string"},
+        "type": {"type": "string", "enum": list(MEMORY_TYPES)},
+        "importance": {"type": "number"},
+    },
+    "required": ["text", "type", "importance"],
+    "additionalProperties": False,
+}
+
 FACTS_SCHEMA = {
     "type": "object",
-    "properties": {"facts": {"type": "array", "items": {
-        "type": "object",
-        "properties": {
-            "text": {"type": "string"},
-            "type": {"type": "string", "enum": list(MEMORY_TYPES)},
-            "importance": {"type": "number"},
-        },
-        "required": ["text", "type", "importance"],
-        "additionalProperties": False,
-    }}},
+    "properties": {"facts": {"type": "array", "items": _FACT_ITEM}},
     "required": ["facts"],
     "additionalProperties": False,
 }
@@ -74,7 +76,7 @@ FACTS_SCHEMA = {
 FACTS_AND_RELATIONS_SCHEMA = {
     "type": "object",
     "properties": {
-        "facts": {"type": "array", "items": {"type": "string"}},
+        "facts": {"type": "array", "items": _FACT_ITEM},  # type and importance kept
         "relations": {"type": "array", "items": _RELATION_ITEM},
     },
     "required": ["facts", "relations"],
