@@ -206,3 +206,27 @@ def test_a_folder_holding_another_run_is_refused(data: Path, tmp_path: Path) -> 
         LocomoQA(data, tmp_path, QASettings(llm="openai/b"))
     with pytest.raises(ValueError, match="top_k differ"):
         LocomoQA(data, tmp_path, QASettings(llm="openai/a", top_k=5))
+
+
+def test_a_run_can_search_with_the_reranker(data: Path, tmp_path: Path, stub: StubLLM) -> None:
+    from collections.abc import Sequence
+
+    from memkit.rerankers.base import Ranking, Reranker
+
+    class Counting(Reranker):
+        calls = 0
+
+        def rerank(self, query: str, documents: Sequence[str]) -> Ranking:
+            Counting.calls += 1
+            return [(i, 1.0) for i in range(len(documents))]
+
+        async def arerank(self, query: str, documents: Sequence[str]) -> Ranking:
+            return self.rerank(query, documents)
+
+    run = LocomoQA(data, tmp_path, QASettings(llm="openai/stub-model", rerank=True), limit=2)
+    memory = Memory.from_config({"vector_store": {"provider": "sqlite", "config": {
+        "path": str(run.memory_path)}}}, llm=_llm(stub), embedder=HashEmbedder(),
+        reranker=Counting())
+    with memory:
+        report = run.run(memory, _llm(stub), _llm(stub))
+    assert Counting.calls == 2 and report["settings"]["rerank"] is True

@@ -75,6 +75,8 @@ class QASettings:
     judge: str | None = None
     batch: int = 2
     top_k: int = 30
+    #: search with rerank=True (the memory's configured reranker)
+    rerank: bool = False
 
     @property
     def judge_model(self) -> str:
@@ -295,7 +297,8 @@ class LocomoQA:
         questions = self.pending()[1]
         for done, q in enumerate(questions, start=1):
             started = time.perf_counter()
-            found = memory.search(q.question, user_id=q.user_id, limit=self.settings.top_k)
+            found = memory.search(q.question, user_id=q.user_id, limit=self.settings.top_k,
+                                  rerank=self.settings.rerank)
             searched = time.perf_counter()
             shown = "\n".join(_line(item) for item in found.results)
             reply = answerer.complete(LLMRequest([

@@ -66,6 +66,8 @@ def eval_locomo(
     batch: Annotated[int | None, typer.Option(min=1, help="--qa: turns per add (default 2).")] = None,
     top_k: Annotated[int | None, typer.Option(
         "--top-k", min=1, help="--qa: memories given to the answer (default 30).")] = None,
+    rerank: Annotated[bool, typer.Option(
+        "--rerank", help="--qa: search with the configured reranker (config: reranker).")] = False,
     estimate: Annotated[bool, typer.Option(
         "--estimate", help="--qa: print what the run would cost, then stop.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="--qa: start without asking.")] = False,
@@ -77,7 +79,8 @@ def eval_locomo(
     if embedder is not None:
         settings = replace(settings, embedder=embedder)
     qa_only = {"--llm": llm, "--judge": judge, "--out": out, "--limit": limit, "--batch": batch,
-               "--top-k": top_k, "--estimate": estimate or None, "--yes": yes or None}
+               "--top-k": top_k, "--rerank": rerank or None, "--estimate": estimate or None,
+               "--yes": yes or None}
     if not qa:
         given = [name for name, value in qa_only.items() if value is not None]
         if given:
@@ -93,7 +96,8 @@ def eval_locomo(
 
     try:
         run = LocomoQA(data or default_data_path(), out or Path("locomo-qa"),
-                       QASettings(llm=llm, judge=judge, batch=batch or 2, top_k=top_k or 30),
+                       QASettings(llm=llm, judge=judge, batch=batch or 2, top_k=top_k or 30,
+                                  rerank=rerank),
                        limit=limit)
     except (OSError, ValueError) as exc:
         fail(str(exc))
