@@ -136,7 +136,7 @@ def test_mcp_in_a_terminal_says_it_waits_and_stops_on_ctrl_c(tmp_path: Path) -> 
         os.execve(sys.executable, [sys.executable, "-m", "memkit.cli", "--store", "sqlite", "--path",
                                    str(tmp_path / "m.db"), "--embedder", "hash", "mcp"], env)
     output = b""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120  # bounds, not speed targets: a loaded machine starts slowly
     while b"Ctrl-C" not in output and time.monotonic() < deadline:
         if select.select([fd], [], [], 1)[0]:
             try:
@@ -145,7 +145,7 @@ def test_mcp_in_a_terminal_says_it_waits_and_stops_on_ctrl_c(tmp_path: Path) -> 
                 break
     assert b"waiting for an MCP client on stdio" in output, output
     os.write(fd, b"\x03")  # Ctrl-C, through the terminal's line discipline
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90
     status = None
     while time.monotonic() < deadline:
         done, status = os.waitpid(pid, os.WNOHANG)

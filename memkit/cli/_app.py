@@ -530,13 +530,10 @@ def _netloc(host: str, port: int) -> str:
 
 def _stdio_in_a_terminal() -> None:
     """Someone ran ``memkit mcp`` by hand: say what it waits for, and let Ctrl-C stop it at
-    once (the stdio reader blocks in a thread that would otherwise hold the exit until Enter)."""
+    once (the stdio reader blocks in a thread that would otherwise hold the exit until Enter).
+    The handler is in place before the message, so a Ctrl-C right after it is not missed."""
     import os
     import signal
-
-    sys.stderr.write("memkit MCP server: waiting for an MCP client on stdio. An MCP client (Claude "
-                     "Desktop, an IDE) starts this command itself; see docs/mcp.md. Press Ctrl-C to stop.\n")
-    sys.stderr.flush()
 
     def stop(_signum: int, _frame: object) -> None:
         sys.stderr.write("\nmemkit MCP server: stopped.\n")
@@ -544,6 +541,9 @@ def _stdio_in_a_terminal() -> None:
         os._exit(130)
 
     signal.signal(signal.SIGINT, stop)
+    sys.stderr.write("memkit MCP server: waiting for an MCP client on stdio. An MCP client (Claude "
+                     "Desktop, an IDE) starts this command itself; see docs/mcp.md. Press Ctrl-C to stop.\n")
+    sys.stderr.flush()
 
 
 @app.command()
