@@ -19,10 +19,14 @@ from memkit._errors import (
     ConflictError,
     EmbeddingError,
     FilterError,
+    GraphError,
+    GraphStoreError,
+    InvalidArgument,
     LLMError,
     MemkitError,
     NotFoundError,
     ScopeError,
+    StoreError,
     VectorStoreError,
 )
 
@@ -86,12 +90,13 @@ __all__ = [
     "MEMORY_TYPES", "TASK_STATUSES", "AddResult", "And", "AsyncMemory", "Condition", "ConfigError",
     "ConflictError", "ConsolidationCluster", "ConsolidationResult",
     "DeleteResult", "EmbeddingError", "EntityGraph", "ExportedMemory", "Filter", "FilterError",
-    "FolderWatch", "GraphEntity", "GraphRelation", "HistoryList",
-    "HistoryRecord", "ImportResult", "IndexResult", "LLMError", "Mem0ImportResult", "MemkitError", "Memory",
-    "MemoryConfig",
+    "FolderWatch", "GraphEntity", "GraphError", "GraphRelation", "GraphStoreError", "HistoryList",
+    "HistoryRecord", "ImportResult", "IndexResult", "InvalidArgument", "LLMError",
+    "Mem0ImportResult", "MemkitError", "Memory", "MemoryConfig",
     "MemoryEvent", "MemoryItem", "MemoryStats", "Not", "NotFoundError", "OperationError", "Or",
     "ReembedResult", "ScopeCount", "ScopeError", "SearchLogEntry", "SearchResult", "SkippedFile",
-    "StartupContext", "StartupItem", "Usage", "VectorStoreError", "__version__", "import_mem0", "parse_filter",
+    "StartupContext", "StartupItem", "StoreError", "Usage", "VectorStoreError", "__version__",
+    "import_mem0", "parse_filter",
 ]
 
 

@@ -31,6 +31,7 @@ from memkit._notes.watch import FolderWatch
 from memkit._pipeline import requests
 from memkit._pipeline.add.flow import OnError
 from memkit._pipeline.features.feedback import feedback_flow
+from memkit._pipeline.features.forget import reset_flow
 from memkit._pipeline.features.lifecycle import flush_flow
 from memkit._pipeline.features.reembed import Progress
 from memkit._pipeline.features.tasks import update_task_flow
@@ -39,7 +40,6 @@ from memkit._pipeline.memories import (
     delete_flow,
     get_flow,
     history_flow,
-    reset_flow,
     revert_flow,
 )
 from memkit._pipeline.requests import Timestamp
@@ -152,9 +152,12 @@ class AsyncMemory(Client):
                                                 memory_type=memory_type, importance=importance,
                                                 confidence=confidence, surface=surface))
 
-    async def delete(self, memory_id: str, *, hard: bool = False) -> None:
+    async def delete(self, memory_id: str, *, hard: bool = False,
+                     actor_id: str | None = None) -> None:
         """See :meth:`Memory.delete`."""
-        return await self._runtime.arun(delete_flow(memory_id, bool(hard), self._settings.now()))
+        return await self._runtime.arun(delete_flow(
+            memory_id, bool(hard), self._settings.now(), self._settings.graph,
+            requests.actor_of(actor_id)))
 
     async def delete_all(
         self,
@@ -194,14 +197,16 @@ class AsyncMemory(Client):
         agent_id: str | None = None,
         run_id: str | None = None,
         filters: dict[str, Any] | None = None,
+        actor_id: str | None = None,
     ) -> int:
         """See :meth:`Memory.purge`."""
         return await self._runtime.arun(requests.purge(
-            self._settings, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters))
+            self._settings, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters,
+            actor_id=actor_id))
 
     async def reset(self) -> None:
         """See :meth:`Memory.reset`."""
-        return await self._runtime.arun(reset_flow())
+        return await self._runtime.arun(reset_flow(self._settings.graph is not None))
 
     async def prune(
         self,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import datetime
 from os import PathLike, fspath
@@ -131,11 +132,12 @@ class Client:
 
     @staticmethod
     def _default_history(cfg: MemoryConfig, store: VectorStore) -> HistoryStore:
-        if cfg.history.db_path is None and cfg.history.provider == "sqlite":
-            shared = store.colocated_history()
-            if shared is not None:
-                return shared
         options = dict(cfg.history.config)
+        path = cfg.history.db_path or options.get("db_path")
+        if cfg.history.provider == "sqlite":
+            shared = store.colocated_history()
+            if shared is not None and (path is None or _same_file(path, shared)):
+                return shared  # in the store's file and transactions
         if cfg.history.provider == "sqlite":
             options.setdefault("db_path", cfg.history.db_path or store.default_history_path)
         return _build("history", HISTORIES, cfg.history.provider, options)  # type: ignore[no-any-return]
@@ -144,9 +146,10 @@ class Client:
     def _default_graph(cfg: MemoryConfig, store: VectorStore) -> GraphStore:
         assert cfg.graph_store is not None
         provider, options = cfg.graph_store.provider, cfg.graph_store.config
-        if provider == "sqlite" and "path" not in options:
+        if provider == "sqlite":
             shared = store.colocated_graph()
-            if shared is not None:
+            if shared is not None and ("path" not in options
+                                       or _same_file(options["path"], shared)):
                 return shared
         return _build("graph store", GRAPHS, provider, options)  # type: ignore[no-any-return]
 
@@ -201,3 +204,13 @@ class Client:
             self._runtime.close()
             if self._reranker is not None:
                 self._reranker.close()
+
+
+def _same_file(path: object, part: object) -> bool:
+    """Whether ``path`` names the SQLite file ``part`` (a colocated history or graph) lives
+    in: it then joins the store's connection, as it does by default (a second connection
+    would wait for the store's own transaction and fail as "database is locked")."""
+    own = getattr(part, "path", None)
+    if not isinstance(path, str) or not isinstance(own, str) or ":memory:" in (path, own):
+        return False
+    return os.path.realpath(os.path.expanduser(path)) == os.path.realpath(own)

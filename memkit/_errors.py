@@ -19,14 +19,19 @@ class MemkitError(Exception):
 MemkitError.__module__ = "memkit"
 
 
-class ScopeError(MemkitError, ValueError):
+class InvalidArgument(MemkitError, ValueError):
+    """An argument is invalid: of the wrong type, out of range, malformed or too large.
+    Nothing was changed; the same call fails the same way again."""
+
+
+class ScopeError(InvalidArgument):
     """No user_id, agent_id or run_id was given where one is required."""
 
     def __init__(self, message: str = "At least one of user_id, agent_id, or run_id must be provided"):
         super().__init__(message)
 
 
-class FilterError(MemkitError, ValueError):
+class FilterError(InvalidArgument):
     """A filter is malformed, or a store cannot run it exactly."""
 
 
@@ -34,8 +39,22 @@ class ConfigError(MemkitError, ValueError):
     """The configuration is invalid or does not match what is stored."""
 
 
-class VectorStoreError(MemkitError):
+class StoreError(MemkitError):
+    """A storage engine failed (unreachable, timed out, an I/O error): the same call may
+    succeed later. REST answers 503 with ``Retry-After``."""
+
+
+class VectorStoreError(StoreError):
     """The vector store failed."""
+
+
+class GraphStoreError(StoreError):
+    """The graph store's engine failed."""
+
+
+class GraphError(InvalidArgument):
+    """A graph operation that cannot be done as asked: a bad entity name or relation type,
+    a relation from an entity to itself, a depth out of range."""
 
 
 class LLMError(MemkitError):

@@ -30,6 +30,7 @@ from memkit._notes.watch import FolderWatch
 from memkit._pipeline import requests
 from memkit._pipeline.add.flow import OnError
 from memkit._pipeline.features.feedback import feedback_flow
+from memkit._pipeline.features.forget import reset_flow
 from memkit._pipeline.features.reembed import Progress
 from memkit._pipeline.features.tasks import update_task_flow
 from memkit._pipeline.features.transfer import import_flow
@@ -37,7 +38,6 @@ from memkit._pipeline.memories import (
     delete_flow,
     get_flow,
     history_flow,
-    reset_flow,
     revert_flow,
 )
 from memkit._pipeline.requests import Timestamp
@@ -199,12 +199,15 @@ class Memory(Client):
                                          expires_at=expires_at, memory_type=memory_type,
                                          importance=importance, confidence=confidence, surface=surface))
 
-    def delete(self, memory_id: str, *, hard: bool = False) -> None:
+    def delete(self, memory_id: str, *, hard: bool = False, actor_id: str | None = None) -> None:
         """End a memory's validity: it is no longer returned, but its text stays for
-        ``as_of`` reads and its history stays readable. ``hard=True`` removes it and its
-        past versions for good (use it, or :meth:`purge`, for privacy deletes).
-        Unknown id: NotFoundError."""
-        return self._runtime.run(delete_flow(memory_id, bool(hard), self._settings.now()))
+        ``as_of`` reads and its history stays readable; the relations it alone supported
+        close. ``hard=True`` removes it and its past versions for good, with everything
+        derived from them (use it, or :meth:`purge`, for privacy deletes; see
+        docs/time.md). ``actor_id``: who deleted it, kept on the history row. Unknown id:
+        NotFoundError."""
+        return self._runtime.run(delete_flow(memory_id, bool(hard), self._settings.now(),
+                                             self._settings.graph, requests.actor_of(actor_id)))
 
     def delete_all(
         self,
@@ -254,15 +257,20 @@ class Memory(Client):
         agent_id: str | None = None,
         run_id: str | None = None,
         filters: dict[str, Any] | None = None,
+        actor_id: str | None = None,
     ) -> int:
         """Remove every record of the scope (matching ``filters``) for good: current
-        memories, past versions and deleted ones. Returns how many were removed."""
+        memories, past versions and deleted ones, with their history, logged searches and
+        graph (without ``filters``: the scope's whole graph, history and search log). Each
+        leaves a ``PURGE`` history row without text, naming ``actor_id`` (who purged).
+        Returns how many records were removed. What stays on disk: docs/time.md."""
         return self._runtime.run(requests.purge(
-            self._settings, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters))
+            self._settings, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters,
+            actor_id=actor_id))
 
     def reset(self) -> None:
-        """Delete every memory and all history."""
-        return self._runtime.run(reset_flow())
+        """Delete every memory, all history and the search log, and the graph."""
+        return self._runtime.run(reset_flow(self._settings.graph is not None))
 
     def prune(
         self,

@@ -12,6 +12,8 @@ from memkit._display import html_table, one_line, plural, scope_of, text_table
 
 Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 GraphEventName = Literal["RELATION_ADD", "RELATION_CLOSE", "RELATION_DELETE", "ENTITY_DELETE"]
+PurgeEventName = Literal["PURGE"]
+"""What a purged record leaves in the history: the event, without any text."""
 
 MEMORY_TYPES = ("observation", "decision", "learning", "error", "pattern", "preference", "fact",
                 "procedure", "task")
@@ -288,11 +290,12 @@ class SearchResult(_Model):
 
 class HistoryRecord(_Model):
     """One change to one memory (or, with a graph, to a relation or an entity: ``memory_id``
-    is then its id)."""
+    is then its id). A purged memory keeps only ``PURGE`` records: no text, the time, the
+    scope."""
 
     id: str
     memory_id: str
-    event: Event | GraphEventName
+    event: Event | GraphEventName | PurgeEventName
     old_value: str | None = None
     new_value: str | None = None
     timestamp: datetime

@@ -3,8 +3,11 @@
 The MCP server, the OpenAI and Anthropic tool definitions and the framework
 integrations (``memkit.integrations``) are all built from :data:`TOOLS`::
 
-    from memkit import Memory
-    from memkit.tools import MemoryTools, openai_tools
+    from memkit import (
+    InvalidArgument,
+    Memory,
+    NotFoundError,
+)    from memkit.tools import MemoryTools, openai_tools
 
     tools = MemoryTools(Memory(), user_id="alice")   # the agent's memories, scope fixed
     openai_tools(hidden=tools.fixed)                 # for chat.completions(tools=...)
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from memkit import MemkitError
+from memkit import InvalidArgument, NotFoundError
 from memkit._graph_tools import GRAPH_TOOLS
 from memkit._toolspec import (
     AgentId,
@@ -240,7 +243,7 @@ def _plan_search(a: _SearchMemoriesArgs, scope: Json) -> Plan:
 def _plan_get(a: _MemoryIdArgs, scope: Json) -> Plan:
     def render(item: Any) -> Json:
         if item is None:
-            raise MemkitError(f"no memory with id {a.memory_id!r}")
+            raise NotFoundError(f"no memory with id {a.memory_id!r}")
         return dump(item)
     return single("get", (a.memory_id,), {}, render)
 
@@ -282,7 +285,7 @@ def _plan_history(a: _MemoryIdArgs, scope: Json) -> Plan:
 def _plan_versions(a: _MemoryIdArgs, scope: Json) -> Plan:
     def render(chain: Any) -> Json:
         if not chain:
-            raise MemkitError(f"no memory with id {a.memory_id!r}")
+            raise NotFoundError(f"no memory with id {a.memory_id!r}")
         return {"results": [v.model_dump(mode="json") for v in chain]}
     return single("versions", (a.memory_id,), {}, render)
 
@@ -436,18 +439,18 @@ class MemoryTools:
         spec = tool_spec(name)
         given = set(arguments) & self.fixed
         if given:
-            raise MemkitError(f"{sorted(given)[0]} is fixed for these tools")
+            raise InvalidArgument(f"{sorted(given)[0]} is fixed for these tools")
         try:
             args = spec.arguments.model_validate(dict(arguments))
         except ValidationError as exc:
-            raise MemkitError(f"invalid arguments for {name}: {exc}") from None
+            raise InvalidArgument(f"invalid arguments for {name}: {exc}") from None
         scope = {f: getattr(args, f, None) or self.scope[f] for f in SCOPE_FIELDS}
         return spec.plan(args, scope)
 
     def _check_owned(self, args: tuple[Any, ...], item: Any) -> None:
         """With a fixed scope, a memory of another scope is as good as absent."""
         if item is None or any(getattr(item, f) != self.scope[f] for f in self.fixed):
-            raise MemkitError(f"no memory with id {args[0]!r}")
+            raise NotFoundError(f"no memory with id {args[0]!r}")
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> Json:
         """Run a tool on a sync ``Memory``; the result is JSON-ready. MemkitError on failure."""

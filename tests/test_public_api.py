@@ -18,6 +18,7 @@ EXPECTED = {
     "EntityGraph", "GraphEntity", "GraphRelation", "SearchLogEntry",
     "ReembedResult", "ScopeCount", "Mem0ImportResult", "import_mem0",
     "TASK_STATUSES", "FolderWatch", "IndexResult", "SkippedFile", "StartupContext", "StartupItem",
+    "InvalidArgument", "StoreError", "GraphError", "GraphStoreError",
 }
 
 
@@ -28,9 +29,20 @@ def test_exports_are_exactly_the_public_api() -> None:
 
 
 def test_errors_share_one_base_that_is_not_the_builtin() -> None:
-    for name in ("ScopeError", "FilterError", "VectorStoreError", "LLMError", "EmbeddingError",
-                 "NotFoundError", "ConfigError", "ConflictError"):
+    errors = {name for name in memkit.__all__
+              if isinstance(getattr(memkit, name), type) and issubclass(getattr(memkit, name),
+                                                                        Exception)}
+    assert errors == {
+        "MemkitError", "ScopeError", "FilterError", "VectorStoreError", "LLMError",
+        "EmbeddingError", "NotFoundError", "ConfigError", "ConflictError", "InvalidArgument",
+        "StoreError", "GraphError", "GraphStoreError"}
+    for name in errors:
         assert issubclass(getattr(memkit, name), memkit.MemkitError)
+    for name in ("InvalidArgument", "ScopeError", "FilterError", "GraphError", "ConfigError"):
+        assert issubclass(getattr(memkit, name), ValueError)
+    for name in ("VectorStoreError", "GraphStoreError"):  # engine failures, retried later
+        assert issubclass(getattr(memkit, name), memkit.StoreError)
+        assert not issubclass(getattr(memkit, name), ValueError)
     assert memkit.MemkitError is not MemoryError
     assert str(memkit.ScopeError()) == "At least one of user_id, agent_id, or run_id must be provided"
 

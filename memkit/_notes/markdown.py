@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memkit._errors import MemkitError
+from memkit._errors import InvalidArgument
 
 MAX_CHUNK_CHARS = 4_000
 """A longer section becomes several chunks: an embedding model reads only the start of a text."""
@@ -128,10 +128,10 @@ def read_folder(folder: str, max_file_bytes: int) -> FolderSnapshot:
     """The markdown files under ``folder`` (hidden files and folders left out), split into
     chunks; files over ``max_file_bytes`` or not UTF-8 are skipped, with the reason."""
     if "\x00" in folder:
-        raise MemkitError("a folder's path may not hold NUL")
+        raise InvalidArgument("a folder's path may not hold NUL")
     root = Path(folder).expanduser().resolve()
     if not root.is_dir():
-        raise MemkitError(f"{folder!r} is not a folder")
+        raise InvalidArgument(f"{folder!r} is not a folder")
     files: list[NoteFile] = []
     skipped: list[tuple[str, str]] = []
     for path in _note_paths(root):

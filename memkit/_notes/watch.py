@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memkit._errors import MemkitError
+from memkit._errors import InvalidArgument
 from memkit._imports import require
 from memkit._notes.models import IndexResult
 
@@ -34,10 +34,10 @@ class FolderWatch:
                  on_index: Callable[[IndexResult], Any] | None = None) -> None:
         if isinstance(debounce_ms, bool) or not isinstance(debounce_ms, int) or not (
                 0 < debounce_ms <= 60_000):
-            raise MemkitError(f"debounce_ms must be an integer from 1 to 60000, got {debounce_ms!r}")
+            raise InvalidArgument(f"debounce_ms must be an integer from 1 to 60000, got {debounce_ms!r}")
         self._watchfiles: Any = require("watchfiles", "notes")
         if not Path(folder).expanduser().is_dir():
-            raise MemkitError(f"{folder!r} is not a folder")
+            raise InvalidArgument(f"{folder!r} is not a folder")
         self.folder = folder
         self.debounce_ms = debounce_ms
         self._index = index

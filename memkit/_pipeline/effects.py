@@ -133,6 +133,28 @@ class ResetHistory(Returns[None]):
 
 
 @dataclass(frozen=True, slots=True)
+class ForgetHistory(Returns[None]):
+    """-> None: the history rows of ``memory_ids`` (not their PURGE rows) and the logged
+    searches that returned any of them are deleted"""
+
+    memory_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetScope(Returns[None]):
+    """-> None: every history row (not PURGE rows) and logged search of ``scope`` (each
+    field given must match) is deleted"""
+
+    scope: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Scrub(Returns[None]):
+    """-> None: the store, the history and the graph make what was deleted unreadable from
+    their files where they can (:meth:`VectorStore.scrub`)"""
+
+
+@dataclass(frozen=True, slots=True)
 class NoteAccess(Returns[bool]):
     """-> bool: whether the buffer of accesses is due to be written (memkit._pipeline.features.lifecycle)"""
 
@@ -383,16 +405,38 @@ class ReplaceNameVectors(Returns[None]):
     vectors: Sequence[Sequence[float] | None]
 
 
+@dataclass(frozen=True, slots=True)
+class ForgetMemories(Returns[list[str]]):
+    """-> the ids of the relations and entities deleted: ``memory_ids`` leave every
+    relation, and what they alone supported goes (:meth:`GraphStore.forget_memories`)"""
+
+    memory_ids: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetGraphScope(Returns[None]):
+    """-> None: the graph of every scope matching ``scope`` is deleted"""
+
+    scope: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ResetGraph(Returns[None]):
+    """-> None: every entity and relation of every scope is deleted"""
+
+
 GraphEffect: TypeAlias = (
     UpsertEntities | UpsertRelations | CloseRelations | FindRelations | FindEntities
     | Neighbourhood | DeleteEntities | DeleteRelations | ResolveNames | SetNameVectors
-    | Repoint | EmbeddedNames | ReplaceNameVectors
+    | Repoint | EmbeddedNames | ReplaceNameVectors | ForgetMemories | ForgetGraphScope
+    | ResetGraph
 )
 
 
 Effect: TypeAlias = (
     Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction[Any] | ReadHistory
-    | ReadEvent | ResetStore | ResetHistory | NoteAccess | TakeAccesses
+    | ReadEvent | ResetStore | ResetHistory | ForgetHistory | ForgetScope | Scrub
+    | NoteAccess | TakeAccesses
     | CountAdds | GraphEffect | Monotonic | LogSearch | ReadSearchLog
     | OpenShadow | DropShadow | UseEmbedder | OnShadow[Any] | ReadNotes | AppendLog | Rerank
 )

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memkit._errors import FilterError, MemkitError, ScopeError
+from memkit._errors import FilterError, InvalidArgument, ScopeError
 from memkit._filters import BUILTIN_FIELDS, Condition, Filter, all_of, check_field_name
 from memkit._text import bad_code_point
 from memkit._time import to_iso
@@ -42,12 +42,12 @@ def text_hash(text: str) -> str:
 def text_of(value: object, what: str, *, limit: int = MAX_TEXT_CHARS) -> str:
     """A caller's string: at most ``limit`` characters, no NUL, no lone surrogate."""
     if not isinstance(value, str):
-        raise MemkitError(f"{what} must be a string, got {type(value).__name__}")
+        raise InvalidArgument(f"{what} must be a string, got {type(value).__name__}")
     if len(value) > limit:
-        raise MemkitError(f"{what} has {len(value)} characters; the limit is {limit}")
+        raise InvalidArgument(f"{what} has {len(value)} characters; the limit is {limit}")
     problem = bad_code_point(value)
     if problem is not None:
-        raise MemkitError(f"{what} {problem}")
+        raise InvalidArgument(f"{what} {problem}")
     return value
 
 
@@ -125,19 +125,19 @@ def messages_of(messages: object) -> list[Message]:
     elif isinstance(messages, Sequence):
         items = messages
     else:
-        raise MemkitError(f"messages must be a string or a list of messages, got {type(messages).__name__}")
+        raise InvalidArgument(f"messages must be a string or a list of messages, got {type(messages).__name__}")
     if len(items) > MAX_MESSAGES:
-        raise MemkitError(f"{len(items)} messages; the limit is {MAX_MESSAGES} per call")
+        raise InvalidArgument(f"{len(items)} messages; the limit is {MAX_MESSAGES} per call")
     out: list[Message] = []
     for index, item in enumerate(items):
         if isinstance(item, str):
             item = {"role": "user", "content": item}
         if not isinstance(item, Mapping) or "content" not in item:
-            raise MemkitError(
+            raise InvalidArgument(
                 f"message {index} must be a dict with 'role' and 'content', got {item!r}"[:300])
         role = item.get("role", "user")
         if not isinstance(role, str) or role not in ROLES:
-            raise MemkitError(f"message {index} has unknown role {role!r}"[:300])
+            raise InvalidArgument(f"message {index} has unknown role {role!r}"[:300])
         content = text_of(_content(item["content"], index), f"message {index} content")
         message: Message = {"role": role, "content": content}
         if item.get("name"):
@@ -146,7 +146,7 @@ def messages_of(messages: object) -> list[Message]:
         out.append(message)
     total = sum(len(m["content"]) for m in out)
     if total > MAX_CONVERSATION_CHARS:
-        raise MemkitError(f"the messages hold {total} characters; the limit is "
+        raise InvalidArgument(f"the messages hold {total} characters; the limit is "
                           f"{MAX_CONVERSATION_CHARS} per call")
     return out
 
@@ -159,28 +159,28 @@ def _content(content: object, index: int) -> str:
         return "\n".join(p for p in parts if isinstance(p, str) and p)
     if content is None:
         return ""
-    raise MemkitError(f"message {index} content must be a string, got {type(content).__name__}")
+    raise InvalidArgument(f"message {index} content must be a string, got {type(content).__name__}")
 
 
 def metadata_of(metadata: object) -> dict[str, Any]:
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
-        raise MemkitError(f"metadata must be a dict, got {type(metadata).__name__}")
+        raise InvalidArgument(f"metadata must be a dict, got {type(metadata).__name__}")
     for key in metadata:
         try:
             check_field_name(key)
         except FilterError as exc:
-            raise MemkitError(f"metadata key: {exc}") from None
+            raise InvalidArgument(f"metadata key: {exc}") from None
         if key in BUILTIN_FIELDS:
-            raise MemkitError(f"metadata key {key!r} is reserved for the built-in field")
+            raise InvalidArgument(f"metadata key {key!r} is reserved for the built-in field")
     _check_values(metadata)
     try:
         encoded = json.dumps(dict(metadata), allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
-        raise MemkitError(f"metadata must be JSON-serialisable: {exc}"[:300]) from None
+        raise InvalidArgument(f"metadata must be JSON-serialisable: {exc}"[:300]) from None
     if len(encoded) > MAX_METADATA_CHARS:
-        raise MemkitError(
+        raise InvalidArgument(
             f"metadata is {len(encoded)} characters as JSON; the limit is {MAX_METADATA_CHARS}")
     return dict(json.loads(encoded))
 
@@ -193,13 +193,13 @@ def _check_values(metadata: Mapping[Any, Any]) -> None:
         if isinstance(value, str):
             problem = bad_code_point(value)
             if problem is not None:
-                raise MemkitError(f"{where} {problem}")
+                raise InvalidArgument(f"{where} {problem}")
         elif isinstance(value, int) and not isinstance(value, bool):
             if not _INT64[0] <= value <= _INT64[1]:
-                raise MemkitError(f"{where}: integers must fit in 64 bits")
+                raise InvalidArgument(f"{where}: integers must fit in 64 bits")
         elif isinstance(value, Mapping | list | tuple):
             if depth > MAX_METADATA_DEPTH:
-                raise MemkitError(f"metadata is nested over {MAX_METADATA_DEPTH} levels deep")
+                raise InvalidArgument(f"metadata is nested over {MAX_METADATA_DEPTH} levels deep")
             if isinstance(value, Mapping):
                 for key, item in value.items():
                     if isinstance(key, str):
@@ -212,19 +212,19 @@ def _check_values(metadata: Mapping[Any, Any]) -> None:
 def on_error_of(value: object) -> Literal["raise", "degrade"]:
     if value == "raise" or value == "degrade":
         return value
-    raise MemkitError(f"on_error must be 'raise' or 'degrade', got {value!r}"[:300])
+    raise InvalidArgument(f"on_error must be 'raise' or 'degrade', got {value!r}"[:300])
 
 
 def limit_of(limit: object) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise MemkitError(f"limit must be a positive integer, got {limit!r}")
+        raise InvalidArgument(f"limit must be a positive integer, got {limit!r}")
     return limit
 
 
 def bounded_int(name: str, value: object, high: int) -> int:
     """``value`` if it is an integer from 1 to ``high``; else a MemkitError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= high:
-        raise MemkitError(f"{name} must be an integer from 1 to {high}, got {value!r}"[:300])
+        raise InvalidArgument(f"{name} must be an integer from 1 to {high}, got {value!r}"[:300])
     return value
 
 
@@ -233,7 +233,7 @@ def timestamp_of(value: object) -> str:
     try:
         return to_iso(value)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError, OSError) as exc:
-        raise MemkitError(f"invalid timestamp {value!r}: {exc}") from None
+        raise InvalidArgument(f"invalid timestamp {value!r}: {exc}") from None
 
 
 SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
@@ -272,6 +272,6 @@ def scope_and_filters(
 def limit_or_top_k(limit: int | None, top_k: int | None, default: int) -> int:
     """``limit``, or mem0's name for it, ``top_k``; both given must agree."""
     if limit is not None and top_k is not None and limit != top_k:
-        raise MemkitError(f"limit={limit} and top_k={top_k} disagree; give one of them")
+        raise InvalidArgument(f"limit={limit} and top_k={top_k} disagree; give one of them")
     chosen = limit if limit is not None else top_k
     return limit_of(default if chosen is None else chosen)

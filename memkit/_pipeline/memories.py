@@ -1,5 +1,6 @@
-"""The direct operations on memories, as flows: get, list, update, delete, purge,
-supersede, history, revert (search: memkit._pipeline.search.flow)."""
+"""The direct operations on memories, as flows: get, list, update, delete, supersede,
+history, revert (search: memkit._pipeline.search.flow; purge and reset:
+memkit._pipeline.features.forget)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
-from memkit._errors import ConflictError, MemkitError, NotFoundError
+from memkit._errors import ConflictError, InvalidArgument, NotFoundError
 from memkit._filters import Condition, Filter, Not, all_of
 from memkit._models import (
     DeleteResult,
@@ -25,10 +26,11 @@ from memkit._pipeline.effects import (
     ListRecords,
     ReadEvent,
     ReadHistory,
-    ResetHistory,
-    ResetStore,
+    Scrub,
     ask,
 )
+from memkit._pipeline.features.forget import end_flow, forget_flow
+from memkit._pipeline.features.graph import GraphSettings
 from memkit._pipeline.features.lifecycle import Lifecycle
 from memkit._pipeline.features.task_fields import STATUS_PREFIX, checked_update, status_change
 from memkit._pipeline.inputs import (
@@ -144,7 +146,7 @@ def _update(memory_id: str, text: str | None, metadata: dict[str, object] | None
             expires_at: str | None, now: str,
             lifecycle: dict[str, object] | None) -> Flow[MemoryItem]:
     if text is not None and not text_of(text, "the new text of a memory").strip():
-        raise MemkitError("the new text of a memory must be a non-empty string")
+        raise InvalidArgument("the new text of a memory must be a non-empty string")
     record, now = yield from _following(memory_id, now)
     check_order(record, now)
     metadata = checked_update(record, metadata, lifecycle)
@@ -170,25 +172,32 @@ def _update(memory_id: str, text: str | None, metadata: dict[str, object] | None
     return replace(updated, vector=None).to_item()
 
 
-def delete_flow(memory_id: str, hard: bool, now: str) -> Flow[None]:
-    """End the memory's validity; ``hard`` removes it and its past versions for good."""
-    return (yield from _again(lambda: _delete(memory_id, hard, now)))
+def delete_flow(memory_id: str, hard: bool, now: str, graph: GraphSettings | None = None,
+                actor_id: str | None = None) -> Flow[None]:
+    """End the memory's validity (and close the relations it alone supported); ``hard``
+    removes it and its past versions for good (:func:`forget.forget_flow`)."""
+    return (yield from _again(lambda: _delete(memory_id, hard, now, graph, actor_id)))
 
 
-def _delete(memory_id: str, hard: bool, now: str) -> Flow[None]:
+def _delete(memory_id: str, hard: bool, now: str, graph: GraphSettings | None,
+            actor_id: str | None) -> Flow[None]:
     if hard:
         versions = yield from chain_flow(memory_id)
         if not versions:
             raise NotFoundError(f"no memory with id {memory_id!r}")
-        yield from apply(WriteBatch(deletes=[v.id for v in versions]))
+        yield from forget_flow(versions, now, graph is not None, actor_id)
+        yield from ask(Scrub())
         return
     record, now = yield from _following(memory_id, now)
-    history = [history_row(record, "DELETE", record.memory, None, now)]
-    yield from apply(WriteBatch(updates=[end(record, now)], history=history,
-                                dedup_scope=scope_key(record), requires=unchanged(record, now)))
+    history = [history_row(record, "DELETE", record.memory, None, now).model_copy(
+        update={"actor_id": actor_id})]
+    yield from end_flow(WriteBatch(updates=[end(record, now)], history=history,
+                                   dedup_scope=scope_key(record), requires=unchanged(record, now)),
+                        [record], now, graph)
 
 
-def delete_all_flow(scope: Scope, filter: Filter | None, now: str) -> Flow[DeleteResult]:
+def delete_all_flow(scope: Scope, filter: Filter | None, now: str,
+                    graph: GraphSettings | None = None) -> Flow[DeleteResult]:
     """End every current memory of the scope, in batches; one DELETE event per memory."""
     events: list[MemoryEvent] = []
     selection = all_of(scope.filter(), filter, valid_at(now, include_expired=True))
@@ -197,21 +206,9 @@ def delete_all_flow(scope: Scope, filter: Filter | None, now: str) -> Flow[Delet
         if not page:
             return DeleteResult(results=events)
         history = [history_row(r, "DELETE", r.memory, None, now) for r in page]
-        yield from apply(WriteBatch(updates=[end(r, now) for r in page], history=history))
+        yield from end_flow(WriteBatch(updates=[end(r, now) for r in page], history=history),
+                            page, now, graph)
         events.extend(r.to_event("DELETE", old=r.memory) for r in page)
-
-
-def purge_flow(scope: Scope, filter: Filter | None) -> Flow[int]:
-    """Remove every record of the scope (matching ``filter``) for good: current memories,
-    past versions and deleted ones. Returns how many records were removed."""
-    selection = all_of(scope.filter(), filter)
-    removed = 0
-    while True:
-        page, _ = yield from ask(ListRecords(selection, 1000, None))
-        if not page:
-            return removed
-        yield from apply(WriteBatch(deletes=[r.id for r in page]))
-        removed += len(page)
 
 
 def supersede_flow(old_id: str, text: str, metadata: dict[str, object] | None,
@@ -221,7 +218,7 @@ def supersede_flow(old_id: str, text: str, metadata: dict[str, object] | None,
     A version is superseded once: a second supersede of it raises ConflictError.
     """
     if not text_of(text, "the text of a memory").strip():
-        raise MemkitError("the text of a memory must be a non-empty string")
+        raise InvalidArgument("the text of a memory must be a non-empty string")
     checked = memory_id_of(old_id)
     if checked is None:
         raise NotFoundError(f"no memory with id {old_id!r}"[:300])
@@ -252,11 +249,6 @@ def history_flow(memory_id: str) -> Flow[HistoryList]:
     return HistoryList(records)
 
 
-def reset_flow() -> Flow[None]:
-    yield ResetStore()
-    yield ResetHistory()
-
-
 def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:
     """Undo one ADD, UPDATE or DELETE of the history; the undoing is an event of its own.
 
@@ -269,7 +261,7 @@ def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:
     if event is None:
         raise NotFoundError(f"no history event with id {event_id!r}")
     if event.event == "NONE":
-        raise MemkitError(f"event {event_id} changed nothing; there is nothing to revert")
+        raise InvalidArgument(f"event {event_id} changed nothing; there is nothing to revert")
     rows: list[HistoryRecord] = yield from ask(ReadHistory(event.memory_id))
     if any(r.reverts == event_id for r in rows):
         raise ConflictError(f"event {event_id} was already reverted")

@@ -34,6 +34,7 @@ from memkit._pipeline.add.flow import AddRequest, OnError, add_flow
 from memkit._pipeline.effects import Flow
 from memkit._pipeline.features.consolidate import auto_flow, consolidate_flow
 from memkit._pipeline.features.feedback import logged_search_flow, search_log_flow
+from memkit._pipeline.features.forget import prune_flow, purge_flow
 from memkit._pipeline.features.graph import (
     GraphSettings,
     add_entity_flow,
@@ -45,7 +46,7 @@ from memkit._pipeline.features.graph import (
     get_entity_flow,
 )
 from memkit._pipeline.features.graph_search import graph_search_flow
-from memkit._pipeline.features.lifecycle import Lifecycle, lifecycle_fields, prune_flow
+from memkit._pipeline.features.lifecycle import Lifecycle, lifecycle_fields
 from memkit._pipeline.features.notes import daily_log_flow, index_flow, max_file_bytes_of
 from memkit._pipeline.features.reembed import Progress, reembed_flow
 from memkit._pipeline.features.startup import budget_of, startup_flow
@@ -65,7 +66,6 @@ from memkit._pipeline.inputs import (
 from memkit._pipeline.memories import (
     delete_all_flow,
     get_all_flow,
-    purge_flow,
     supersede_flow,
     update_flow,
 )
@@ -302,7 +302,7 @@ def delete_all(
     scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
     if scope.empty:
         raise ScopeError()
-    return delete_all_flow(scope, parse_filter(rest), s.now())
+    return delete_all_flow(scope, parse_filter(rest), s.now(), s.graph)
 
 
 def purge(
@@ -313,11 +313,18 @@ def purge(
     agent_id: str | None = None,
     run_id: str | None = None,
     filters: dict[str, Any] | None = None,
+    actor_id: str | None = None,
 ) -> Flow[int]:
     scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
     if scope.empty:
         raise ScopeError()
-    return purge_flow(scope, parse_filter(rest))
+    return purge_flow(scope, parse_filter(rest), s.now(), s.graph is not None,
+                      actor_of(actor_id))
+
+
+def actor_of(actor_id: object) -> str | None:
+    """Who deleted or purged, as the history keeps it."""
+    return None if actor_id is None else text_of(actor_id, "actor_id")[:200]
 
 
 def export(
@@ -346,7 +353,7 @@ def prune(
 ) -> Flow[DeleteResult]:
     scope, rest = scope_and_filters(user_id, agent_id, run_id, filters, required=False)
     return prune_flow(all_of(scope.filter(), parse_filter(rest)), below, bool(dry_run),
-                      s.now(), s.lifecycle)
+                      s.now(), s.lifecycle, s.graph)
 
 
 def consolidate(

@@ -19,7 +19,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from memkit._errors import ConfigError, MemkitError, VectorStoreError
+from memkit._errors import ConfigError, GraphStoreError, MemkitError, StoreError, VectorStoreError
 from memkit._pipeline.calls import Handlers, Job, job, local
 from memkit._pipeline.effects import (
     AppendHistory,
@@ -35,6 +35,10 @@ from memkit._pipeline.effects import (
     FindEntities,
     FindRelations,
     Flow,
+    ForgetGraphScope,
+    ForgetHistory,
+    ForgetMemories,
+    ForgetScope,
     Get,
     GraphEffect,
     Insert,
@@ -50,9 +54,11 @@ from memkit._pipeline.effects import (
     ReadSearchLog,
     ReplaceNameVectors,
     Repoint,
+    ResetGraph,
     ResetHistory,
     ResetStore,
     ResolveNames,
+    Scrub,
     Search,
     SetNameVectors,
     Switch,
@@ -121,7 +127,7 @@ class Runtime:
         if not task.store:
             return task.call()
         self._open()
-        with _store_errors():
+        with _store_errors(_failure(effect)):
             return task.call()
 
     def _open(self) -> None:
@@ -161,7 +167,7 @@ class Runtime:
         if not task.store:
             return await task.acall()
         await self._aopen()
-        with _store_errors():
+        with _store_errors(_failure(effect)):
             return await task.acall()
 
     async def _aopen(self) -> None:
@@ -220,7 +226,7 @@ def store_job(effect: Effect | WriteEffect, store: VectorStore, history: History
         case UpsertEntities() | UpsertRelations() | CloseRelations() | FindRelations() \
                 | FindEntities() | Neighbourhood() | DeleteEntities() | DeleteRelations() \
                 | ResolveNames() | SetNameVectors() | Repoint() | EmbeddedNames() \
-                | ReplaceNameVectors():
+                | ReplaceNameVectors() | ForgetMemories() | ForgetGraphScope() | ResetGraph():
             if graph is None:
                 raise ConfigError("no graph store is configured (graph_store=...)")
             target = graph.bound(writer) if writer is not store and graph.joins(store) else graph
@@ -245,6 +251,12 @@ def store_job(effect: Effect | WriteEffect, store: VectorStore, history: History
             return job(store.reset, store.areset)
         case ResetHistory():
             return job(history.reset, history.areset)
+        case ForgetHistory(memory_ids):
+            return job(history.forget, history.aforget, memory_ids)
+        case ForgetScope(scope):
+            return job(history.forget_scope, history.aforget_scope, dict(scope))
+        case Scrub():
+            return job(_scrub, _ascrub, store, history, graph)
         case Insert(records):
             return job(writer.insert, writer.ainsert, records)
         case Update(records):
@@ -286,6 +298,24 @@ def graph_job(effect: GraphEffect, graph: GraphStore) -> Job[Any]:
             return job(graph.embedded_names, graph.aembedded_names)
         case ReplaceNameVectors(ids, vectors):
             return job(graph.replace_vectors, graph.areplace_vectors, ids, vectors)
+        case ForgetMemories(memory_ids):
+            return job(graph.forget_memories, graph.aforget_memories, memory_ids)
+        case ForgetGraphScope(scope):
+            return job(graph.forget_scope, graph.aforget_scope, dict(scope))
+        case ResetGraph():
+            return job(graph.reset, graph.areset)
+
+
+def _scrub(store: VectorStore, history: HistoryStore, graph: GraphStore | None) -> None:
+    for part in (store, history, graph):
+        if part is not None:
+            part.scrub()
+
+
+async def _ascrub(store: VectorStore, history: HistoryStore, graph: GraphStore | None) -> None:
+    for part in (store, history, graph):
+        if part is not None:
+            await part.ascrub()
 
 
 def transact(store: VectorStore, history: HistoryStore, effect: Transaction[Any],
@@ -345,8 +375,18 @@ def _drive(flow: Generator[Any, Any, T], handle: Callable[[Any], Any]) -> T:
             result, error = None, exc
 
 
+def _failure(effect: Effect) -> type[StoreError]:
+    """The error an engine's own exception becomes: the graph's, or the vector store's."""
+    graph = isinstance(effect, GraphEffect)
+    return GraphStoreError if graph else VectorStoreError
+
+
 class _store_errors:
-    """Wrap a store's own exceptions in VectorStoreError; memkit errors pass through."""
+    """Wrap an engine's own exceptions in ``kind`` (VectorStoreError by default); memkit
+    errors pass through."""
+
+    def __init__(self, kind: type[StoreError] = VectorStoreError) -> None:
+        self.kind = kind
 
     def __enter__(self) -> None:
         return None
@@ -355,7 +395,7 @@ class _store_errors:
         if exc is None or isinstance(exc, MemkitError | NotImplementedError):
             return
         if isinstance(exc, Exception):
-            raise VectorStoreError(f"{type(exc).__name__}: {exc}") from exc
+            raise self.kind(f"{type(exc).__name__}: {exc}") from exc
 
 
 def apply_batch(store: VectorStore, history: HistoryStore, batch: WriteBatch) -> Applied:

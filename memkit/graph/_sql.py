@@ -18,7 +18,7 @@ transaction and says how a list parameter is matched (:class:`Dialect`).
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -40,6 +40,7 @@ from memkit.graph.base import (
     relation_rows,
     relation_type,
     resolve_names,
+    scope_fields,
 )
 
 T = TypeVar("T")
@@ -221,6 +222,38 @@ class SQLGraph:
             yield Query(f"DELETE FROM {self.e} WHERE scope = :scope AND"
                         f" {self.dialect.member('id', 'ids')}", listed)
         return found
+
+    def forget_memories(self, memory_ids: Sequence[str]) -> Op[list[str]]:
+        member, listed = self.dialect.member, self.dialect.listed
+        rows = yield Query(f"SELECT DISTINCT relation_id FROM {self.m} WHERE"
+                           f" {member('memory_id', 'ids')}", {"ids": listed(memory_ids)})
+        if not rows:
+            return []
+        yield Query(f"DELETE FROM {self.m} WHERE {member('memory_id', 'ids')}",
+                    {"ids": listed(memory_ids)})
+        doomed = yield Query(
+            f"DELETE FROM {self.r} WHERE {member('id', 'ids')} AND NOT EXISTS (SELECT 1 FROM"
+            f" {self.m} WHERE relation_id = {self.r}.id) RETURNING id, source_id, target_id",
+            {"ids": listed([row[0] for row in rows])})
+        ends = sorted({end for row in doomed for end in row[1:]})
+        lonely = yield Query(
+            f"SELECT id FROM {self.e} e WHERE {member('e.id', 'ids')} AND NOT EXISTS (SELECT 1"
+            f" FROM {self.r} WHERE source_id = e.id OR target_id = e.id)", {"ids": listed(ends)})
+        gone = {"ids": listed([row[0] for row in lonely])}
+        yield Query(f"DELETE FROM {self.a} WHERE {member('entity_id', 'ids')}", gone)
+        yield Query(f"DELETE FROM {self.e} WHERE {member('id', 'ids')}", gone)
+        return [row[0] for row in doomed] + [row[0] for row in lonely]
+
+    def forget_scope(self, scope: Mapping[str, str]) -> Op[None]:
+        fields, params = scope_fields(scope)
+        entities = f"SELECT id FROM {self.e} WHERE " + " AND ".join(
+            f"{f} = :{f}" for f in fields)
+        yield Query(f"DELETE FROM {self.m} WHERE relation_id IN (SELECT id FROM {self.r}"
+                    f" WHERE source_id IN ({entities}))", params)
+        yield Query(f"DELETE FROM {self.r} WHERE source_id IN ({entities})"
+                    f" OR target_id IN ({entities})", params)
+        yield Query(f"DELETE FROM {self.a} WHERE entity_id IN ({entities})", params)
+        yield Query(f"DELETE FROM {self.e} WHERE id IN ({entities})", params)
 
     def resolve(self, scope: GraphScope, names: Sequence[str],
                 vectors: Sequence[Sequence[float]] | None,

@@ -35,13 +35,13 @@ import re
 import unicodedata
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
-from memkit._errors import MemkitError
+from memkit._errors import GraphError, GraphStoreError
 
 UNKNOWN = "unknown"
 _NAMESPACE = uuid.UUID("6b7c2f0e-3d7a-4c1e-9a55-2f1f5d0c9e41")
@@ -95,8 +95,12 @@ def check_name(name: object) -> str:
     return " ".join(name.split())
 
 
-class GraphError(MemkitError):
-    """A graph operation that cannot be done (bad name, unknown entity, engine failure)."""
+def scope_fields(scope: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The scope fields given in ``scope`` (at least one) and their values."""
+    fields = [f for f in ("user_id", "agent_id", "run_id") if scope.get(f) is not None]
+    if not fields:
+        raise GraphError("forgetting a scope's graph needs user_id, agent_id or run_id")
+    return fields, {f: scope[f] for f in fields}
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +255,8 @@ class GraphOps(Protocol):
                         names: Sequence[str]) -> Generator[Any, Any, list[Entity]]: ...
     def delete_relations(self, scope: GraphScope,
                          ids: Sequence[str]) -> Generator[Any, Any, int]: ...
+    def forget_memories(self, memory_ids: Sequence[str]) -> Generator[Any, Any, list[str]]: ...
+    def forget_scope(self, scope: Mapping[str, str]) -> Generator[Any, Any, None]: ...
     def resolve(self, scope: GraphScope, names: Sequence[str],
                 vectors: Sequence[Sequence[float]] | None,
                 threshold: float) -> Generator[Any, Any, dict[str, str]]: ...
@@ -449,6 +455,30 @@ class GraphStore(ABC):
     async def adelete_relations(self, scope: GraphScope, ids: Sequence[str]) -> int:
         return await self._arun(self.ops.delete_relations(scope, ids))
 
+    def forget_memories(self, memory_ids: Sequence[str]) -> list[str]:
+        """Forget ``memory_ids`` in every scope: they leave the relations' memory ids; the
+        relations left with none are deleted, and so are their entities left with no
+        relation (and those entities' aliases). Returns the ids of what was deleted."""
+        return self._run(self.ops.forget_memories(memory_ids))
+
+    async def aforget_memories(self, memory_ids: Sequence[str]) -> list[str]:
+        return await self._arun(self.ops.forget_memories(memory_ids))
+
+    def forget_scope(self, scope: Mapping[str, str]) -> None:
+        """Delete the graph of every scope matching ``scope`` (each field given must match;
+        ``{"user_id": "alice"}`` is every graph of alice's, whatever its agent or run)."""
+        self._run(self.ops.forget_scope(scope))
+
+    async def aforget_scope(self, scope: Mapping[str, str]) -> None:
+        await self._arun(self.ops.forget_scope(scope))
+
+    def scrub(self) -> None:  # noqa: B027 - optional
+        """After a purge: make what was deleted unreadable from the engine's files where this
+        store can (SQLite: write the WAL into the file and empty it)."""
+
+    async def ascrub(self) -> None:
+        await asyncio.to_thread(self.scrub)
+
     def resolve(self, scope: GraphScope, names: Sequence[str],
                 vectors: Sequence[Sequence[float]] | None = None,
                 threshold: float = 1.0) -> dict[str, str]:
@@ -509,6 +539,7 @@ __all__ = [
     "GraphOps",
     "GraphScope",
     "GraphStore",
+    "GraphStoreError",
     "NewEntity",
     "NewRelation",
     "Relation",
@@ -525,4 +556,5 @@ __all__ = [
     "relation_rows",
     "relation_type",
     "resolve_names",
+    "scope_fields",
 ]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, TypeVar
 
@@ -41,6 +41,7 @@ from memkit.graph.base import (
     GraphError,
     GraphScope,
     GraphStore,
+    GraphStoreError,
     NewEntity,
     NewRelation,
     Relation,
@@ -54,9 +55,12 @@ from memkit.graph.base import (
     relation_rows,
     relation_type,
     resolve_names,
+    scope_fields,
 )
 
 neo4j: Any = require("neo4j", "neo4j")
+#: what the driver raises when the server fails or cannot be reached
+_ENGINE_ERRORS = (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError)
 
 T = TypeVar("T")
 Records = list[dict[str, Any]]
@@ -163,6 +167,30 @@ class CypherGraph:
                              " WHERE e.scope = $scope DETACH DELETE e", {"scope": scope.key}, "ids",
                              [e.id for e in found])
         return found
+
+    def forget_memories(self, memory_ids: Sequence[str]) -> Op[list[str]]:
+        left: dict[str, tuple[int, str, str]] = {}
+        for row in (yield from _each(  # batch by batch: the last answer per relation counts
+                f"MATCH (s:{self.label})-[r:{_REL}]->(t:{self.label})"
+                " WHERE any(m IN r.memory_ids WHERE m IN $ids)"
+                " SET r.memory_ids = [m IN r.memory_ids WHERE NOT m IN $ids]"
+                " RETURN r.id AS id, size(r.memory_ids) AS left, s.id AS source, t.id AS target",
+                {}, "ids", list(memory_ids))):
+            left[row["id"]] = (row["left"], row["source"], row["target"])
+        doomed = sorted(id for id, (count, _, _) in left.items() if count == 0)
+        yield from _each(f"MATCH (:{self.label})-[r:{_REL}]->(:{self.label})"
+                         " WHERE r.id IN $ids DELETE r", {}, "ids", doomed)
+        ends = sorted({end for id in doomed for end in left[id][1:]})
+        lonely = yield from _each(
+            f"UNWIND $ids AS id MATCH (e:{self.label} {{id: id}})"
+            f" OPTIONAL MATCH (e)-[x:{_REL}]-() WITH id, e, count(x) AS n WHERE n = 0"
+            " DELETE e RETURN id", {}, "ids", ends)
+        return doomed + [row["id"] for row in lonely]
+
+    def forget_scope(self, scope: Mapping[str, str]) -> Op[None]:
+        fields, params = scope_fields(scope)
+        where = " AND ".join(f"e.{f} = ${f}" for f in fields)
+        yield Cypher(f"MATCH (e:{self.label}) WHERE {where} DETACH DELETE e", params)
 
     def repoint(self, scope: GraphScope, moves: Sequence[tuple[str, str]]) -> Op[None]:
         for old, new in moves:  # one query per move: a relation may hold several of them
@@ -414,8 +442,8 @@ def _drive(session: Any, op: Op[T]) -> T:
         while True:
             try:
                 rows = session.run(query.text, query.params).data()
-            except neo4j.exceptions.Neo4jError as exc:
-                raise GraphError(f"{type(exc).__name__}: {exc}") from exc
+            except _ENGINE_ERRORS as exc:
+                raise GraphStoreError(f"{type(exc).__name__}: {exc}") from exc
             query = op.send(rows)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
@@ -427,8 +455,8 @@ async def _adrive(session: Any, op: Op[T]) -> T:
         while True:
             try:
                 rows = await (await session.run(query.text, query.params)).data()
-            except neo4j.exceptions.Neo4jError as exc:
-                raise GraphError(f"{type(exc).__name__}: {exc}") from exc
+            except _ENGINE_ERRORS as exc:
+                raise GraphStoreError(f"{type(exc).__name__}: {exc}") from exc
             query = op.send(rows)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]

@@ -36,7 +36,7 @@ from memkit._postgres import (
     upkeep,
 )
 from memkit.graph._sql import Dialect, Op, SQLGraph, T
-from memkit.graph.base import GraphError, GraphStore
+from memkit.graph.base import GraphStore, GraphStoreError
 
 _PARAM = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
 
@@ -85,7 +85,7 @@ class PostgresGraph(PoolOwner, GraphStore):
                     self._ready = True
                 return drive(conn, statements(op))
         except (VectorStoreError, psycopg.Error) as exc:
-            raise GraphError(str(exc)) from exc
+            raise GraphStoreError(str(exc)) from exc
 
     def _schema(self) -> Generator[Statement, Rows, bool]:
         """What the tables lack, created by one connection at a time (nothing, and no
@@ -123,7 +123,7 @@ class PostgresGraph(PoolOwner, GraphStore):
                     self._ready = True
                 return await adrive(conn, statements(op))
         except (VectorStoreError, psycopg.Error) as exc:
-            raise GraphError(str(exc)) from exc
+            raise GraphStoreError(str(exc)) from exc
 
 
 def _nothing() -> Op[None]:

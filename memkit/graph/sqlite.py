@@ -12,7 +12,7 @@ import sqlite3
 from typing import ClassVar
 
 from memkit.graph._sql import Dialect, Op, SQLGraph, T
-from memkit.graph.base import GraphError, GraphStore
+from memkit.graph.base import GraphStore, GraphStoreError
 from memkit.history.sqlite import SQLiteConnection, check_identifier
 
 
@@ -41,6 +41,11 @@ class SQLiteGraph(GraphStore):
         self._owner: object = None
         self._ready = False
 
+    @property
+    def path(self) -> str:
+        """The SQLite file the graph is in."""
+        return self._db.path
+
     def joins(self, store: object) -> bool:
         """True for the store this graph was made by (``SQLiteStore.graph()``): one connection,
         so a write inside the store's ``BEGIN IMMEDIATE`` transaction is part of it."""
@@ -55,7 +60,10 @@ class SQLiteGraph(GraphStore):
                     self._ready = True
                 return _drive(conn, op)
         except sqlite3.Error as exc:
-            raise GraphError(f"SQLite: {exc}") from exc
+            raise GraphStoreError(f"SQLite: {exc}") from exc
+
+    def scrub(self) -> None:
+        self._db.checkpoint()
 
     def close(self) -> None:
         if self._owns_connection:

@@ -41,14 +41,20 @@ def row(entry: SearchLogEntry) -> dict[str, Any]:
             "result_ids": json.dumps(entry.result_ids)}
 
 
+def scope_where(scope: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
+    """The condition "in ``scope``" (each field given must match) on a history or search
+    log table, and its parameters."""
+    fields = [f for f in SCOPE_FIELDS if f in scope]
+    return (" AND ".join(f"{f} = :{f}" for f in fields) or "1 = 1",
+            {f: scope[f] for f in fields})
+
+
 def select(history_table: str, scope: Mapping[str, str],
            limit: int) -> tuple[str, dict[str, Any]]:
     """The newest ``limit`` searches made in ``scope`` (each field given must match)."""
-    fields = [f for f in SCOPE_FIELDS if f in scope]
-    where = " AND ".join(f"{f} = :{f}" for f in fields) or "1 = 1"
+    where, params = scope_where(scope)
     return (f'SELECT {", ".join(COLUMNS)} FROM "{history_table}_searches" WHERE {where}'
-            " ORDER BY timestamp DESC, id LIMIT :limit",
-            {**{f: scope[f] for f in fields}, "limit": limit})
+            " ORDER BY timestamp DESC, id LIMIT :limit", {**params, "limit": limit})
 
 
 def entry(values: Sequence[Any]) -> SearchLogEntry:

@@ -51,6 +51,20 @@ class HistoryStore(ABC):
     def close(self) -> None:  # noqa: B027 - optional
         """Release resources. Idempotent."""
 
+    @abstractmethod
+    def forget(self, memory_ids: Sequence[str]) -> None:
+        """Delete the records of ``memory_ids`` (their ``PURGE`` records stay: they hold no
+        text) and the logged searches that returned any of them."""
+
+    @abstractmethod
+    def forget_scope(self, scope: Mapping[str, str]) -> None:
+        """Delete every record and logged search of ``scope`` (every field given must
+        match), except ``PURGE`` records."""
+
+    def scrub(self) -> None:  # noqa: B027 - optional
+        """After a purge: make what was deleted unreadable from the engine's files where this
+        store can (SQLite: write the WAL into the file and empty it)."""
+
     def log_searches(self, entries: Sequence[SearchLogEntry]) -> None:
         """Append searches to the search log (``lifecycle.search_log``)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no search log")
@@ -79,3 +93,12 @@ class HistoryStore(ABC):
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
+
+    async def aforget(self, memory_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.forget, memory_ids)
+
+    async def aforget_scope(self, scope: Mapping[str, str]) -> None:
+        await asyncio.to_thread(self.forget_scope, scope)
+
+    async def ascrub(self) -> None:
+        await asyncio.to_thread(self.scrub)

@@ -184,6 +184,21 @@ class PostgresHistory(PoolOwner, HistoryStore):
         yield Statement(sql.SQL("DELETE FROM {t}").format(
             t=sql.Identifier(f"{self.table}_searches")))
 
+    def _forget_op(self, memory_ids: Sequence[str]) -> Op[None]:
+        ids = {"ids": list(memory_ids)}
+        yield Statement(sql.SQL("DELETE FROM {t} WHERE memory_id = ANY(%(ids)s)"
+                                " AND event <> 'PURGE'").format(t=self._table), ids)
+        yield Statement(sql.SQL("DELETE FROM {t} WHERE result_ids::jsonb ?| %(ids)s").format(
+            t=sql.Identifier(f"{self.table}_searches")), ids)
+
+    def _forget_scope_op(self, scope: Mapping[str, str]) -> Op[None]:
+        where, params = _searches.scope_where(scope)
+        condition = sql.SQL(_searches.pyformat(where))
+        yield Statement(sql.SQL("DELETE FROM {t} WHERE {c} AND event <> 'PURGE'").format(
+            t=self._table, c=condition), params)
+        yield Statement(sql.SQL("DELETE FROM {t} WHERE {c}").format(
+            t=sql.Identifier(f"{self.table}_searches"), c=condition), params)
+
     def _log_op(self, entries: Sequence[SearchLogEntry]) -> Op[None]:
         yield Statement(sql.SQL(_searches.pyformat(_searches.insert(self.table))),
                         [_searches.row(e) for e in entries], many=True)
@@ -212,6 +227,18 @@ class PostgresHistory(PoolOwner, HistoryStore):
 
     def reset(self) -> None:
         self._run(self._reset_op())
+
+    def forget(self, memory_ids: Sequence[str]) -> None:
+        self._run(self._forget_op(memory_ids))
+
+    def forget_scope(self, scope: Mapping[str, str]) -> None:
+        self._run(self._forget_scope_op(scope))
+
+    async def aforget(self, memory_ids: Sequence[str]) -> None:
+        await self._arun(self._forget_op(memory_ids))
+
+    async def aforget_scope(self, scope: Mapping[str, str]) -> None:
+        await self._arun(self._forget_scope_op(scope))
 
     async def aadd(self, records: Sequence[HistoryRecord]) -> None:
         await self._arun(self.insert_op(records))

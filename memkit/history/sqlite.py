@@ -8,6 +8,7 @@ one transaction.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -64,6 +65,8 @@ class SQLiteConnection:
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = NORMAL")
         self.conn.execute("PRAGMA foreign_keys = ON")
+        # what a write deletes or replaces is overwritten with zeros, not left in free space
+        self.conn.execute("PRAGMA secure_delete = ON")
         self.closed = False
         self._owner: int | None = None  # the thread inside the shared connection's transaction
         self._local = threading.local()
@@ -134,6 +137,15 @@ class SQLiteConnection:
         self._local.conn = conn
         return conn
 
+    def checkpoint(self) -> None:
+        """Copy the WAL into the file and empty it, so what a purge deleted is in neither
+        (readers in other connections are waited for, up to the busy timeout)."""
+        if self.path == ":memory:":
+            return
+        with self.lock:
+            if not self.closed and not self.conn.in_transaction:
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
     def data_version(self) -> int:
         """Changes whenever another connection commits to the file."""
         with self.lock:
@@ -201,6 +213,11 @@ class SQLiteHistory(HistoryStore):
             for statement in _searches.schema(table):
                 conn.execute(statement)
 
+    @property
+    def path(self) -> str:
+        """The SQLite file the log is in."""
+        return self._db.path
+
     @contextmanager
     def lock(self, collection: str, key: str) -> Iterator[None]:
         """In files beside the history's (see :mod:`memkit.history._locks`)."""
@@ -248,6 +265,26 @@ class SQLiteHistory(HistoryStore):
         with self._db.write() as conn:
             conn.execute(f'DELETE FROM "{self._table}"')
             conn.execute(f'DELETE FROM "{self._table}_searches"')
+
+    def forget(self, memory_ids: Sequence[str]) -> None:
+        listed = json.dumps(list(memory_ids))
+        with self._db.write() as conn:
+            conn.execute(f'DELETE FROM "{self._table}" WHERE memory_id IN'
+                         " (SELECT value FROM json_each(?)) AND event <> 'PURGE'", (listed,))
+            conn.execute(
+                f'DELETE FROM "{self._table}_searches" WHERE EXISTS (SELECT 1 FROM'
+                " json_each(result_ids) AS r WHERE r.value IN (SELECT value FROM json_each(?)))",
+                (listed,))
+
+    def forget_scope(self, scope: Mapping[str, str]) -> None:
+        where, params = _searches.scope_where(scope)
+        with self._db.write() as conn:
+            conn.execute(f'DELETE FROM "{self._table}" WHERE {where} AND event <> \'PURGE\'',
+                         params)
+            conn.execute(f'DELETE FROM "{self._table}_searches" WHERE {where}', params)
+
+    def scrub(self) -> None:
+        self._db.checkpoint()
 
     def log_searches(self, entries: Sequence[SearchLogEntry]) -> None:
         with self._db.write() as conn:

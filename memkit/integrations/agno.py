@@ -4,8 +4,11 @@ curator, and memkit's memory tools as Agno functions.
 ::
 
     from agno.agent import Agent
-    from memkit import Memory
-    from memkit.integrations.agno import MemkitMemoryManager, memory_tools
+    from memkit import (
+    InvalidArgument,
+    Memory,
+    NotFoundError,
+)    from memkit.integrations.agno import MemkitMemoryManager, memory_tools
 
     memory = Memory()
     agent = Agent(model=..., user_id="alice", update_memory_on_run=True,
@@ -36,7 +39,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("agno is not installed; install it with: pip install 'memkit-ai[agno]'") from exc
 
-from memkit import MemkitError, NotFoundError
+from memkit import InvalidArgument, MemkitError, NotFoundError
 from memkit.integrations._common import Scope, acall, call, error_text, is_async
 from memkit.tools import MemoryTools, ToolSpec
 
@@ -111,7 +114,7 @@ class MemkitMemoryManager(MemoryManager):
         scope = self._scope(user_id)
         if retrieval_method == "agentic":
             if not query:
-                raise MemkitError("an agentic search needs a query")
+                raise InvalidArgument("an agentic search needs a query")
             found = call(self.memory, "search", query, **scope.ids, limit=limit or 10).results
         else:
             found = call(self.memory, "get_all", **scope.ids).results
@@ -195,7 +198,7 @@ class MemkitMemoryManager(MemoryManager):
         """Refused: Agno's optimisation rewrites its own database. memkit's counterpart is
         ``Memory.consolidate(user_id=..., dry_run=False)``, which merges near-duplicates and
         keeps the others as past versions."""
-        raise MemkitError("optimize_memories is Agno's own store's; with memkit use "
+        raise InvalidArgument("optimize_memories is Agno's own store's; with memkit use "
                           "memory.consolidate(user_id=..., dry_run=False)")
 
     async def aoptimize_memories(self, user_id: str | None = None, strategy: Any = None,

@@ -4,8 +4,10 @@ memory tools as AutoGen tools.
 ::
 
     from autogen_agentchat.agents import AssistantAgent
-    from memkit import AsyncMemory
-    from memkit.integrations.autogen import MemkitMemory, memory_tools
+    from memkit import (
+    AsyncMemory,
+    InvalidArgument,
+)    from memkit.integrations.autogen import MemkitMemory, memory_tools
 
     memory = AsyncMemory()
     agent = AssistantAgent("assistant", model_client=...,
@@ -42,7 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
                       "pip install 'memkit-ai[autogen]'") from exc
 from pydantic import BaseModel
 
-from memkit import MemkitError
+from memkit import InvalidArgument
 from memkit.integrations._common import Scope, acall, arguments_model
 from memkit.tools import MemoryTools, ToolSpec
 
@@ -95,7 +97,7 @@ class MemkitMemory(Memory):
         text = query if isinstance(query, str) else _text(query)
         unknown = set(kwargs) - {"limit", "filters", "threshold"}
         if unknown:
-            raise MemkitError(f"unknown query arguments {sorted(unknown)}; use limit, filters or threshold")
+            raise InvalidArgument(f"unknown query arguments {sorted(unknown)}; use limit, filters or threshold")
         found = await acall(self.memory, "search", text, **self.scope.ids,
                             limit=kwargs.get("limit", self.limit), filters=kwargs.get("filters"),
                             threshold=kwargs.get("threshold", self.threshold))
@@ -125,12 +127,12 @@ class MemkitMemory(Memory):
 def _text(content: MemoryContent) -> str:
     mime = content.mime_type.value if isinstance(content.mime_type, MemoryMimeType) else content.mime_type
     if mime not in _TEXT_TYPES:
-        raise MemkitError(f"memkit remembers text, markdown or JSON, not {mime}")
+        raise InvalidArgument(f"memkit remembers text, markdown or JSON, not {mime}")
     if isinstance(content.content, str):
         return content.content
     if isinstance(content.content, dict):
         return json.dumps(content.content, ensure_ascii=False)
-    raise MemkitError(f"memkit remembers text, not {type(content.content).__name__} content")
+    raise InvalidArgument(f"memkit remembers text, not {type(content.content).__name__} content")
 
 
 def _message_text(message: UserMessage) -> str:

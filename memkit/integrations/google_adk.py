@@ -7,8 +7,11 @@ tools as ADK tools.
     from google.adk.runners import Runner
     from google.adk.sessions import InMemorySessionService
     from google.adk.tools import load_memory
-    from memkit import AsyncMemory
-    from memkit.integrations.google_adk import MemkitMemoryService
+    from memkit import (
+    AsyncMemory,
+    InvalidArgument,
+    NotFoundError,
+)    from memkit.integrations.google_adk import MemkitMemoryService
 
     runner = Runner(app_name="travel", agent=LlmAgent(name="assistant", model=..., tools=[load_memory]),
                     session_service=InMemorySessionService(),
@@ -41,7 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("google-adk is not installed; install it with: "
                       "pip install 'memkit-ai[google-adk]'") from exc
 
-from memkit import MemkitError, NotFoundError
+from memkit import InvalidArgument, MemkitError, NotFoundError
 from memkit.integrations._common import Scope, acall, error_text
 from memkit.tools import MemoryTools, ToolSpec, tool_spec
 
@@ -93,7 +96,7 @@ class MemkitMemoryService(BaseMemoryService):
         for entry in memories:
             text = _text(entry.content)
             if not text:
-                raise MemkitError("a memory entry without text cannot be stored")
+                raise InvalidArgument("a memory entry without text cannot be stored")
             metadata = {**(custom_metadata or {}), **entry.custom_metadata}
             if entry.author:
                 metadata["author"] = entry.author
@@ -109,7 +112,7 @@ class MemkitMemoryService(BaseMemoryService):
         """Forget one memory by the id ``search_memory`` gave; ``NotFoundError`` if it is not
         a memory of this user and app."""
         if memory_id is None:
-            raise MemkitError("delete_memory needs the memory_id of a search result")
+            raise InvalidArgument("delete_memory needs the memory_id of a search result")
         item = await acall(self.memory, "get", memory_id)
         if item is None or not _scope(app_name, user_id).owns(item):
             raise NotFoundError(f"no memory with id {memory_id!r}")

@@ -3,8 +3,10 @@
 ::
 
     from agents import Agent
-    from memkit import AsyncMemory
-    from memkit.integrations.openai_agents import memory_function_tools
+    from memkit import (
+    AsyncMemory,
+    InvalidArgument,
+)    from memkit.integrations.openai_agents import memory_function_tools
 
     agent = Agent(name="assistant", tools=memory_function_tools(AsyncMemory(), user_id="alice"))
 
@@ -24,7 +26,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("openai-agents is not installed; install it with: "
                       "pip install 'memkit-ai[openai-agents]'") from exc
 
-from memkit import MemkitError
+from memkit import InvalidArgument, MemkitError
 from memkit.tools import MemoryTools, ToolSpec
 
 if TYPE_CHECKING:
@@ -38,7 +40,7 @@ def _tool(spec: ToolSpec, tools: MemoryTools) -> FunctionTool:
         try:
             arguments = json.loads(raw or "{}")
             if not isinstance(arguments, dict):
-                raise MemkitError("the arguments must be a JSON object")
+                raise InvalidArgument("the arguments must be a JSON object")
             return json.dumps(await tools.acall(spec.name, arguments), ensure_ascii=False)
         except (MemkitError, json.JSONDecodeError) as exc:
             return f"error: {type(exc).__name__}: {exc}"

@@ -17,7 +17,7 @@ from memkit import (
     MemkitError,
     NotFoundError,
     ScopeError,
-    VectorStoreError,
+    StoreError,
 )
 from memkit.server._auth import ScopeForbidden
 from memkit.server._schemas import ErrorBody
@@ -29,7 +29,7 @@ _ERROR_TYPES: list[tuple[type[Exception], int, str]] = [
     (FilterError, 400, "filter_error"),
     (LLMError, 502, "llm_error"),
     (EmbeddingError, 502, "embedding_error"),
-    (VectorStoreError, 503, "store_error"),
+    (StoreError, 503, "store_error"),
     (MemkitError, 400, "invalid_request"),
 ]
 _HTTP_TYPES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
@@ -40,7 +40,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     for code, kind in ((400, "invalid request"), (401, "missing or unknown API key"),
                        (403, "outside the key's scope"), (409, "conflicts with what is stored"),
                        (413, "body too large"),
-                       (422, "malformed body or parameters"))
+                       (422, "malformed body or parameters"),
+                       (503, "an engine failed; retry after Retry-After seconds"))
 }
 
 
@@ -50,8 +51,13 @@ class AuthError(Exception):
         self.status = status
 
 
+#: seconds a client should wait before retrying after an engine failure (503)
+RETRY_AFTER_SECONDS = 5
+
+
 def error_response(status: int, kind: str, message: str) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    headers = ({"WWW-Authenticate": "Bearer"} if status == 401
+               else {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None)
     return JSONResponse({"error": {"type": kind, "message": message}}, status, headers=headers)
 
 

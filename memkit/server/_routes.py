@@ -16,7 +16,7 @@ from memkit import (
     AsyncMemory,
     FilterError,
     HistoryRecord,
-    MemkitError,
+    InvalidArgument,
     MemoryEvent,
     MemoryItem,
     NotFoundError,
@@ -208,7 +208,7 @@ async def search_get(
 ) -> SearchResult:
     text = q if q is not None else query
     if text is None or (q is not None and query is not None):
-        raise MemkitError("give the query as q or as query (one of them)")
+        raise InvalidArgument("give the query as q or as query (one of them)")
     body = SearchBody(query=text, user_id=user_id, agent_id=agent_id, run_id=run_id,
                       limit=limit, offset=offset, threshold=threshold,
                       min_confidence=min_confidence, mode=mode,

@@ -296,6 +296,11 @@ class VectorStore(ABC):
     def reset(self) -> None:
         """Delete every record (the collection stays open)."""
 
+    def scrub(self) -> None:  # noqa: B027 - optional
+        """After a purge or a reset: make the deleted records unreadable from the engine's
+        files where this store can (compact, checkpoint, drop old versions). What each
+        engine guarantees is in docs/time.md."""
+
     # -- colocation: what the store keeps in its own file or database ------
     def colocated_history(self) -> HistoryStore | None:
         """The history kept beside the records and written in the store's own transactions,
@@ -410,6 +415,9 @@ class VectorStore(ABC):
 
     async def areset(self) -> None:
         await asyncio.to_thread(self.reset)
+
+    async def ascrub(self) -> None:
+        await asyncio.to_thread(self.scrub)
 
     async def ainsert(self, records: Sequence[Record]) -> None:
         await asyncio.to_thread(self.insert, records)

@@ -208,6 +208,17 @@ class LanceDBStore(VectorStore):
     def reset(self) -> None:
         self.table.delete("TRUE")
 
+    def scrub(self) -> None:
+        """Deleted rows leave Lance's data files only when they are rewritten and the old
+        versions (which still hold them) are removed: compact, rebuild the keyword index,
+        and drop every version but the latest (no time travel to before the purge)."""
+        table = self.table
+        try:
+            table.create_fts_index("memory", replace=True)
+            table.optimize(cleanup_older_than=timedelta(0))
+        except Exception as exc:
+            raise VectorStoreError(f"lancedb: {exc}") from exc
+
     # -- writes ----------------------------------------------------------
     def _check(self, vector: Vector) -> None:
         if vector.shape != (self._dimension,):

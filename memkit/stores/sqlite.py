@@ -20,7 +20,9 @@ match :mod:`memkit._filters.evaluate` exactly::
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
@@ -642,6 +644,18 @@ class SQLiteStore(VectorStore):
                 (last, self.collection_name),
             )
             self._dirty = True
+
+    def scrub(self) -> None:
+        """The keyword index merged into one segment (FTS5 keeps a deleted text's words in
+        older segments until then), the WAL copied into the file and emptied, and the ANN
+        index file dropped (it is rebuilt from the vectors left). Deleted pages were zeroed
+        as they were freed (``secure_delete``)."""
+        with self._write() as conn:
+            conn.execute(f"INSERT INTO {self._fts} ({self._fts}) VALUES ('optimize')")
+        self._close_ann(forget=True)
+        with contextlib.suppress(OSError):
+            os.remove(f"{self.path}.ann-{self._tables}")
+        self._db.checkpoint()
 
     # -- writes --------------------------------------------------------------------
     def insert(self, records: Sequence[Record]) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -46,6 +46,13 @@ class RecordingHistory(HistoryStore):
 
     def reset(self) -> None:
         self.rows.clear()
+
+    def forget(self, memory_ids: Sequence[str]) -> None:
+        self.rows = [r for r in self.rows if r.memory_id not in memory_ids or r.event == "PURGE"]
+
+    def forget_scope(self, scope: Mapping[str, str]) -> None:
+        self.rows = [r for r in self.rows if r.event == "PURGE"
+                     or any(getattr(r, f) != v for f, v in scope.items())]
 
 
 class Driver:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from memkit._errors import MemkitError
+from memkit._errors import InvalidArgument
 from memkit._filters import Filter, all_of
 from memkit._models import AddResult, ConsolidationCluster, ConsolidationResult, HistoryRecord
 from memkit._pipeline.effects import CountAdds, Embed, Flow, Get, Repoint, Transaction, WriteFlow, ask
@@ -48,7 +48,7 @@ def consolidate_flow(selection: Filter | None, threshold: float, dry_run: bool, 
                      graph: GraphSettings | None = None) -> Flow[ConsolidationResult]:
     if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not (
             0.0 < threshold <= 1.0):
-        raise MemkitError(f"threshold must be a number in (0, 1], got {threshold!r}"[:300])
+        raise InvalidArgument(f"threshold must be a number in (0, 1], got {threshold!r}"[:300])
     yield from flush_flow(lifecycle)
     records: list[Record] = yield from scan(all_of(selection, valid_at(now)))
     scopes: dict[str, list[Record]] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 
-from memkit._errors import MemkitError, NotFoundError
+from memkit._errors import InvalidArgument, NotFoundError
 from memkit._models import SearchLogEntry, SearchResult
 from memkit._pipeline.effects import Flow, Get, LogSearch, Monotonic, NoteAccess, ReadSearchLog, ask
 from memkit._pipeline.features.lifecycle import Lifecycle, flush_flow
@@ -44,7 +44,7 @@ def logged_search_flow(search: Flow[SearchResult], query: str, k: int, scope: Sc
 def feedback_flow(memory_id: str, useful: bool, now: str, lifecycle: Lifecycle) -> Flow[None]:
     """Note that a current memory was useful (or not); written with the buffered accesses."""
     if not isinstance(useful, bool):
-        raise MemkitError(f"useful must be True or False, got {useful!r}"[:300])
+        raise InvalidArgument(f"useful must be True or False, got {useful!r}"[:300])
     checked = memory_id_of(memory_id)
     record: Record | None = None if checked is None else (yield from ask(Get(checked)))
     if record is None or not is_valid(record, now):

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memkit._errors import MemkitError
+from memkit._errors import InvalidArgument
 from memkit._models import (
     EntityGraph,
     GraphEntity,
@@ -265,7 +265,7 @@ def graph_model(sub: Subgraph) -> EntityGraph:
 
 def _checked(name: object) -> str:
     if not isinstance(name, str):
-        raise MemkitError(f"an entity name must be a string, got {type(name).__name__}")
+        raise InvalidArgument(f"an entity name must be a string, got {type(name).__name__}")
     return check_name(name)
 
 

@@ -19,21 +19,19 @@ from __future__ import annotations
 import functools
 import math
 import threading
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from memkit._errors import MemkitError
+from memkit._errors import InvalidArgument
 from memkit._filters import Condition, Filter, all_of
-from memkit._models import MEMORY_TYPES, DeleteResult, HistoryRecord
+from memkit._models import MEMORY_TYPES
 from memkit._pipeline.calls import Handlers, local
 from memkit._pipeline.effects import CountAdds, Flow, NoteAccess, TakeAccesses, Transaction, Update, WriteFlow, ask
-from memkit._pipeline.write.apply import apply, scan
-from memkit._pipeline.write.versions import end, valid_at
+from memkit._pipeline.write.apply import scan
 from memkit._text import bad_code_point
 from memkit._time import to_datetime
-from memkit.stores.base import Hit, Record, WriteBatch
+from memkit.stores.base import Hit, Record
 
 DAY_SECONDS = 86_400.0
 DEFAULT_HALF_LIVES: Mapping[str, float | None] = {
@@ -49,12 +47,12 @@ MAX_TYPE_CHARS = 64
 def memory_type_of(value: object) -> str:
     """A memory type: a built-in one (any case) or the caller's own word, 1-64 characters."""
     if not isinstance(value, str) or not value.strip():
-        raise MemkitError(f"memory_type must be a non-empty string, got {value!r}"[:300])
+        raise InvalidArgument(f"memory_type must be a non-empty string, got {value!r}"[:300])
     text = value.strip()
     problem = bad_code_point(text)
     if problem is not None or len(text) > MAX_TYPE_CHARS or any(c.isspace() and c != " "
                                                                   for c in text):
-        raise MemkitError(f"memory_type {problem or 'must be one line of at most 64 characters'}")
+        raise InvalidArgument(f"memory_type {problem or 'must be one line of at most 64 characters'}")
     return text.lower() if text.lower() in MEMORY_TYPES else text
 
 
@@ -62,7 +60,7 @@ def confidence_of(value: object, what: str) -> float:
     """A number in [0, 1] (an importance, a confidence)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not (
             math.isfinite(value) and 0.0 <= value <= 1.0):
-        raise MemkitError(f"{what} must be a number from 0 to 1, got {value!r}"[:300])
+        raise InvalidArgument(f"{what} must be a number from 0 to 1, got {value!r}"[:300])
     return float(value)
 
 
@@ -260,28 +258,3 @@ def lifecycle_fields(memory_type: object = None, importance: object = None,
     if confidence is not None:
         out["confidence"] = confidence_of(confidence, "confidence")
     return out
-
-
-def prune_flow(selection: Filter | None, below: float, dry_run: bool, now: str,
-               lifecycle: Lifecycle) -> Flow[DeleteResult]:
-    """End the validity of current memories whose confidence at ``now`` is below ``below``
-    (a DELETE event each; they stay readable as past versions). ``dry_run``: report only."""
-    threshold = confidence_of(below, "below")
-    yield from flush_flow(lifecycle)
-    current = all_of(selection, valid_at(now, include_expired=True))
-    weak = [r for r in (yield from scan(current)) if lifecycle.confidence(r, now) < threshold]
-    events = [r.to_event("DELETE", old=r.memory) for r in weak]
-    if dry_run or not weak:
-        return DeleteResult(results=events)
-    groups: dict[str, list[Record]] = {}
-    for record in weak:
-        key = scope_key(record)
-        groups.setdefault("" if key is None else key.model_dump_json(), []).append(record)
-    for records in groups.values():
-        rows = [HistoryRecord(
-            id=str(uuid.uuid4()), memory_id=r.id, event="DELETE", old_value=r.memory,
-            timestamp=to_datetime(now), is_deleted=True, user_id=r.user_id, agent_id=r.agent_id,
-            run_id=r.run_id) for r in records]
-        yield from apply(WriteBatch(updates=[end(r, now) for r in records], history=rows,
-                                    dedup_scope=scope_key(records[0])))
-    return DeleteResult(results=events)

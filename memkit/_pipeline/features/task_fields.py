@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memkit._errors import MemkitError
+from memkit._errors import (
+    InvalidArgument,
+)
 from memkit._models import TASK_STATUSES
 from memkit.stores.base import Record
 
@@ -32,14 +34,14 @@ def status_change(old_value: str | None, new_value: str | None) -> tuple[str, st
 
 def task_status_of(value: object) -> str:
     if not isinstance(value, str) or value not in TASK_STATUSES:
-        raise MemkitError(f"a task's status must be one of {', '.join(TASK_STATUSES)}; "
+        raise InvalidArgument(f"a task's status must be one of {', '.join(TASK_STATUSES)}; "
                           f"got {value!r}"[:300])
     return value
 
 
 def surface_of(value: object) -> str:
     if not isinstance(value, str) or value not in SURFACES:
-        raise MemkitError(f"surface must be one of {', '.join(SURFACES)}; got {value!r}"[:300])
+        raise InvalidArgument(f"surface must be one of {', '.join(SURFACES)}; got {value!r}"[:300])
     return value
 
 

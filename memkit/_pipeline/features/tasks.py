@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from memkit._errors import MemkitError
+from memkit._errors import InvalidArgument
 from memkit._models import MemoryItem
 from memkit._pipeline.effects import Flow
 from memkit._pipeline.features.task_fields import STATUS_PREFIX, task_status_of
@@ -19,7 +19,7 @@ def update_task_flow(memory_id: str, status: str, now: str) -> Flow[MemoryItem]:
     checked = task_status_of(status)
     record = yield from current_flow(memory_id, now)
     if record.memory_type != "task":
-        raise MemkitError(f"memory {record.id} is not a task (its memory_type is "
+        raise InvalidArgument(f"memory {record.id} is not a task (its memory_type is "
                           f"{record.memory_type!r}); add tasks with memory_type='task'")
     before = record.metadata.get("status")
     changed = replace(record, updated_at=now, vector=None,

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memkit._errors import MemkitError
+from memkit._errors import InvalidArgument, MemkitError
 from memkit._filters import Filter
 from memkit._models import ExportedMemory, HistoryRecord, ImportResult
 from memkit._pipeline.effects import Embed, Flow, Get, ReadHistory, ask
@@ -79,10 +79,10 @@ def _incoming(row: ExportedMemory | Mapping[str, Any]) -> tuple[Record, list[His
     """A memory (memkit's export shape, or mem0's) as a record and its history."""
     data: Mapping[str, Any] = row.model_dump() if isinstance(row, ExportedMemory) else row
     if not isinstance(data, Mapping):
-        raise MemkitError(f"expected a memory object, got {type(data).__name__}")
+        raise InvalidArgument(f"expected a memory object, got {type(data).__name__}")
     text = data.get("memory", data.get("text", data.get("data")))
     if not isinstance(text, str) or not text.strip():
-        raise MemkitError("a memory needs a non-empty 'memory' text")
+        raise InvalidArgument("a memory needs a non-empty 'memory' text")
     memory_id = str(data.get("id") or uuid.uuid4())
     scope = Scope.of(data.get("user_id"), data.get("agent_id"), data.get("run_id"))
     created = to_iso(data.get("created_at") or utcnow())

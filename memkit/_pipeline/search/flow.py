@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from memkit._errors import ConfigError, MemkitError
+from memkit._errors import (
+    ConfigError,
+    InvalidArgument,
+)
 from memkit._filters import Filter
 from memkit._models import SearchResult
 from memkit._pipeline.effects import Embed, Flow, KeywordSearch, Search, ask
@@ -47,7 +50,7 @@ def search_flow(
     when = now or to_iso(utcnow())
     mode = mode or settings.mode or ("hybrid" if keyword_capable else "vector")
     if mode not in ("hybrid", "vector", "keyword"):
-        raise MemkitError(f"search mode must be 'hybrid', 'vector' or 'keyword', got {mode!r}")
+        raise InvalidArgument(f"search mode must be 'hybrid', 'vector' or 'keyword', got {mode!r}")
     if mode != "vector" and not keyword_capable:
         raise ConfigError(f"this vector store has no keyword search; {mode!r} search needs one")
     pool = max(limit, settings.candidates) if mode == "hybrid" else limit

@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from memkit._errors import MemkitError
+from memkit._errors import (
+    InvalidArgument,
+)
 from memkit._models import MemoryItem, SearchResult
 from memkit._pipeline.effects import Embed, Flow, Get, ask
 from memkit._pipeline.features.lifecycle import Lifecycle, note_flow
@@ -31,7 +33,7 @@ lifecycle to rank (and reinforce) with."""
 
 def offset_of(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OFFSET:
-        raise MemkitError(f"offset must be an integer from 0 to {MAX_OFFSET}, got {value!r}"[:300])
+        raise InvalidArgument(f"offset must be an integer from 0 to {MAX_OFFSET}, got {value!r}"[:300])
     return value
 
 

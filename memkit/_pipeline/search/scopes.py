@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from memkit._errors import MemkitError, ScopeError
+from memkit._errors import InvalidArgument, ScopeError
 from memkit._filters import Filter, Or
 from memkit._pipeline.inputs import SCOPE_FIELDS, Scope
 
@@ -15,12 +15,12 @@ def scopes_of(scopes: object, *given: str | None) -> list[Scope]:
     """The scopes of ``scopes=``: 1 to MAX_SCOPES mappings of user_id / agent_id / run_id,
     none empty. ``given`` (the call's own scope arguments) must all be None."""
     if any(value is not None for value in given):
-        raise MemkitError("give scopes= or user_id/agent_id/run_id, not both")
+        raise InvalidArgument("give scopes= or user_id/agent_id/run_id, not both")
     if isinstance(scopes, str | bytes | Mapping) or not isinstance(scopes, Sequence):
-        raise MemkitError("scopes must be a list of scopes, e.g. [{'user_id': 'a'}, "
+        raise InvalidArgument("scopes must be a list of scopes, e.g. [{'user_id': 'a'}, "
                           "{'user_id': 'b'}]")
     if not 0 < len(scopes) <= MAX_SCOPES:
-        raise MemkitError(f"scopes must hold 1 to {MAX_SCOPES} scopes, got {len(scopes)}")
+        raise InvalidArgument(f"scopes must hold 1 to {MAX_SCOPES} scopes, got {len(scopes)}")
     out: list[Scope] = []
     for index, scope in enumerate(scopes):
         if not isinstance(scope, Mapping) or set(scope) - set(SCOPE_FIELDS):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 
-from memkit._errors import ConflictError, MemkitError
+from memkit._errors import ConflictError, InvalidArgument
 from memkit._filters import Condition, Filter, Not, all_of
 from memkit._models import MemoryItem
 from memkit._pipeline.effects import Flow, Get, ListRecords, ask
@@ -76,7 +76,7 @@ def check_order(record: Record, when: str) -> None:
     """A version cannot end before it began."""
     began = record.valid_from or record.created_at
     if when < began:
-        raise MemkitError(f"memory {record.id} is valid from {began}; it cannot change at {when}")
+        raise InvalidArgument(f"memory {record.id} is valid from {began}; it cannot change at {when}")
 
 
 def chain_flow(memory_id: str) -> Flow[list[MemoryItem]]:
