@@ -333,6 +333,12 @@ class FaissStore(VectorStore):
                 if rows:
                     index.remove_ids(np.asarray([r[0] for r in rows], np.int64))
 
+    def scrub(self) -> None:
+        """Deleted rows were zeroed in the file as they were freed (``secure_delete``) and
+        an index file is replaced whole at each write; the WAL is written into the file and
+        emptied."""
+        self._db.checkpoint()
+
     def reset(self) -> None:
         with self._changing() as (conn, index):
             conn.execute(f"DELETE FROM {self._records}")

@@ -1,7 +1,7 @@
 """A purge forgets: on every store and graph store, through Memory and AsyncMemory, a
 user's strings written through every path (facts, past versions, metadata, relations,
 entities, notes, the search log) are gone afterwards from every table, and from the raw
-bytes of memkit's SQLite files (WAL included) and of LanceDB's directory. Another user's
+bytes of memkit's SQLite files (WAL included) and of LanceDB's and FAISS's directories. Another user's
 strings, written the same way, stay: the scan finds what is there."""
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ SECRETS = ("quillf", "zembla", "vorpal", "mirthw", "snarkh", "glimme", "xantho",
            "jabber")
 CONTROL = "bobsled"  # bob's, kept
 GRAPHS = ["sqlite", "postgres", "bolt"]
+pytestmark = pytest.mark.every_store  # store_name: every registered store (tests/conftest.py)
 
 CONVERSATIONS: dict[str, dict[str, Any]] = {
     "I have a parrot": {"facts": ["Alice keeps a parrot named Quillfeather"], "relations": [
@@ -78,7 +79,7 @@ class Parts:
             self.files.append(path)
         if store_name == "sqlite":
             self.files.append(Path(self.store.path))  # type: ignore[attr-defined]
-        if store_name == "lancedb":
+        if store_name in ("lancedb", "faiss"):  # directories memkit writes
             self.files.append(Path(self.store.path))  # type: ignore[attr-defined]
         colocated = self.store.colocated_graph()
         if graph_name == "sqlite":
@@ -168,14 +169,10 @@ def _pg_tables(dsn: str, prefix: str) -> str:
 
 
 def _file_bytes(path: Path) -> str:
+    """The bytes of a file and its WAL, or of every file under a directory."""
     paths = [p for p in path.rglob("*") if p.is_file()] if path.is_dir() else [
         p for p in (path, Path(f"{path}-wal")) if p.exists()]
     return b"".join(p.read_bytes() for p in paths).decode("latin-1")
-
-
-@pytest.fixture(params=sorted(FACTORIES))
-def store_name(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture(params=GRAPHS)
@@ -249,6 +246,7 @@ def test_a_purge_leaves_none_of_the_users_strings(memory: Shell, parts: Parts,
     assert len(memory.search_log(user_id="bob")) == 1
 
 
+@pytest.mark.parametrize("graph_name", ["sqlite"])  # each engine's reset: test_contract.py
 def test_reset_leaves_nothing_also_after_reopening(memory: Shell, parts: Parts,
                                                    tmp_path: Path) -> None:
     notes = tmp_path / "notes of Pennyroyal"
