@@ -101,7 +101,7 @@ async def test_tools_fix_the_scope_and_report_errors() -> None:
         assert tools["add_memory"].entrypoint is not None and tools["get_memory"].entrypoint is not None
         added = json.loads(tools["add_memory"].entrypoint(content="likes tea", infer=False))
         assert added["results"][0]["event"] == "ADD"
-        assert tools["get_memory"].entrypoint(memory_id=bob) == f"error: MemkitError: no memory with id {bob!r}"
+        assert tools["get_memory"].entrypoint(memory_id=bob) == f"error: NotFoundError: no memory with id {bob!r}"
     async with AsyncMemory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=InMemoryStore()) as amemory:
         search = memory_tools(amemory, user_id="alice", names=["search_memories"])[0]
         assert search.entrypoint is not None

@@ -146,4 +146,4 @@ async def test_openai_agents_function_tools() -> None:
         {"content": "likes tea", "infer": False})))
     assert added["results"][0]["event"] == "ADD"
     error = await tools["search_memories"].on_invoke_tool(None, '{"query": "x", "limit": 0}')  # type: ignore[arg-type]
-    assert error.startswith("error: MemkitError: invalid arguments for search_memories")
+    assert error.startswith("error: InvalidArgument: invalid arguments for search_memories")

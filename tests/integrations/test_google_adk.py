@@ -99,7 +99,7 @@ async def test_tools_are_declared_with_memkits_schema_and_fix_the_scope() -> Non
                                                      tool_context=None)  # type: ignore[arg-type]
         assert added["results"][0]["event"] == "ADD"
         refused = await tools["get_memory"].run_async(args={"memory_id": bob}, tool_context=None)  # type: ignore[arg-type]
-        assert refused == {"error": f"error: MemkitError: no memory with id {bob!r}"}
+        assert refused == {"error": f"error: NotFoundError: no memory with id {bob!r}"}
 
 
 class _CallsAddMemory(BaseLlm):

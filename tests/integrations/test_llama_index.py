@@ -83,4 +83,4 @@ async def test_tools_fix_the_scope_and_report_errors() -> None:
         found = await tools["search_memories"].acall(query="tea")
         assert [r["memory"] for r in found.raw_output["results"]] == ["likes tea"]
         refused = await tools["get_memory"].acall(memory_id=bob)
-        assert refused.raw_output == f"error: MemkitError: no memory with id {bob!r}"
+        assert refused.raw_output == f"error: NotFoundError: no memory with id {bob!r}"
