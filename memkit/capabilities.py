@@ -105,7 +105,8 @@ CAPABILITIES: tuple[Capability, ...] = (
          skipped={"data": {"*": _ALIAS}}),
     _cap("delete", ("DELETE /v1/memories/{memory_id}/",), "delete_memory", "delete",
          skipped={"hard": {"tool": "removing for good is a privacy request, not a model's "
-                                   "decision"}},
+                                   "decision"},
+                  "actor_id": {"tool": "who acted is the application's to record, not a model's claim"}},
          renamed={"memory_id": {"cli": "memory_id"}}),
     _cap("delete_all", ("DELETE /v1/memories/",), "delete_all_memories", "delete"),
     _cap("purge", ("DELETE /v1/memories/",), None, "delete",

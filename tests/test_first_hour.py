@@ -135,10 +135,12 @@ def test_mcp_in_a_terminal_says_it_waits_and_stops_on_ctrl_c(tmp_path: Path) -> 
         env = _env()
         os.execve(sys.executable, [sys.executable, "-m", "memkit.cli", "--store", "sqlite", "--path",
                                    str(tmp_path / "m.db"), "--embedder", "hash", "mcp"], env)
+    poller = select.poll()  # not select(): a long test run may hold more than 1,024 descriptors
+    poller.register(fd, select.POLLIN)
     output = b""
     deadline = time.monotonic() + 120  # bounds, not speed targets: a loaded machine starts slowly
     while b"Ctrl-C" not in output and time.monotonic() < deadline:
-        if select.select([fd], [], [], 1)[0]:
+        if poller.poll(1000):
             try:
                 output += os.read(fd, 4096)
             except OSError:
@@ -151,7 +153,7 @@ def test_mcp_in_a_terminal_says_it_waits_and_stops_on_ctrl_c(tmp_path: Path) -> 
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             break
-        if select.select([fd], [], [], 0.2)[0]:
+        if poller.poll(200):
             with contextlib.suppress(OSError):
                 output += os.read(fd, 4096)
     else:

@@ -322,6 +322,8 @@ def delete(
                     ] = False,
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
     filters: FiltersOpt = None,
+    actor_id: Annotated[str | None, typer.Option(
+        "--actor-id", help="Who deletes (kept on the history rows; with --all, only for --hard).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Delete one memory by id (or a unique prefix), or with --all every memory of a scope.
@@ -330,11 +332,11 @@ def delete(
         fail("give either an ID or --all with a scope")
     with _memory(ctx) as memory:
         if memory_id is not None:
-            memory.delete(_resolve_id(memory, memory_id), hard=hard)
+            memory.delete(_resolve_id(memory, memory_id), hard=hard, actor_id=actor_id)
             count = 1
         elif hard:
             count = memory.purge(user_id=user_id, agent_id=agent_id, run_id=run_id,
-                                 filters=_json_arg(filters, "--filters"))
+                                 filters=_json_arg(filters, "--filters"), actor_id=actor_id)
         else:
             count = memory.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id,
                                       filters=_json_arg(filters, "--filters")).count

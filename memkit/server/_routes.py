@@ -175,11 +175,13 @@ async def delete_all_memories(
     filters: Annotated[str | None, Query(description="A filter as a JSON object")] = None,
     purge: Annotated[bool, Query(description="Remove every record for good (past versions "
                                              "and deleted memories too)")] = False,
+    actor_id: Annotated[str | None, Query(min_length=1, description=(
+        "With purge: who asked, kept on the history's audit rows"))] = None,
 ) -> Deleted:
     scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
     parsed = _filters_param(filters)
     if purge:
-        return Deleted(deleted=await mem.purge(**scope, filters=parsed))
+        return Deleted(deleted=await mem.purge(**scope, filters=parsed, actor_id=actor_id))
     deleted = await mem.delete_all(**scope, filters=parsed)
     feed.publish(ChangeEvent.of("memory_deleted", e.id, _item_scope(e)) for e in deleted.results)
     return Deleted(deleted=deleted.count)
@@ -257,11 +259,13 @@ async def update_memory(memory_id: str, body: UpdateBody, grant: Auth, mem: Mem,
 async def delete_memory(
     memory_id: str, grant: Auth, mem: Mem, feed: Feed,
     hard: Annotated[bool, Query(description="Remove it and its past versions for good")] = False,
+    actor_id: Annotated[str | None, Query(min_length=1, description=(
+        "Who deleted it, kept on the history row"))] = None,
 ) -> Deleted:
     """Ends the memory's validity (``as_of`` reads still see it); ``hard`` removes it and
     its past versions, also once it is no longer valid (deleted, expired or replaced)."""
     item = await (in_chain(mem, grant, memory_id) if hard else visible(mem, grant, memory_id))
-    await mem.delete(memory_id, hard=hard)
+    await mem.delete(memory_id, hard=hard, actor_id=actor_id)
     feed.publish([ChangeEvent.of("memory_deleted", item.id, _item_scope(item))])
     return Deleted(deleted=1)
 

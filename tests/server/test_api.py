@@ -187,3 +187,13 @@ def test_search_takes_q_or_query_on_both_routes(client: Client) -> None:
         assert response.json()["results"][0]["memory"] == "I like green tea"
     neither = c.get("/v1/memories/search/", params={"user_id": user})
     assert neither.status_code == 400 and "q or as query" in neither.text
+
+
+def test_a_delete_records_who_asked(client: Client) -> None:
+    c = client("open-key")
+    user = _user()
+    added = c.post("/v1/memories/", json={"messages": "I like green tea", "user_id": user, "infer": False})
+    memory_id = added.json()["results"][0]["id"]
+    assert c.delete(f"/v1/memories/{memory_id}/", params={"actor_id": "support-desk"}).status_code == 200
+    history = c.get(f"/v1/memories/{memory_id}/history/").json()
+    assert history[-1]["event"] == "DELETE" and history[-1]["actor_id"] == "support-desk"
