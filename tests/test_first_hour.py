@@ -163,3 +163,21 @@ def test_mcp_in_a_terminal_says_it_waits_and_stops_on_ctrl_c(tmp_path: Path) -> 
     assert status is not None and os.WIFEXITED(status), status
     assert b"INFO" not in output and b"Traceback" not in output, output
     os.close(fd)
+
+
+def test_verbose_flag_turns_on_info_logging_for_any_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    from typer.testing import CliRunner
+
+    from memkit.cli import build_app
+
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+    monkeypatch.setattr(root, "level", logging.WARNING)
+    monkeypatch.delenv("MEMKIT_CONFIG", raising=False)
+    args = ["--store", "memory", "--embedder", "hash", "list", "-u", "alice"]
+    assert CliRunner().invoke(build_app(), args).exit_code == 0
+    assert root.level == logging.WARNING  # quiet unless asked
+    assert CliRunner().invoke(build_app(), ["-v", *args]).exit_code == 0
+    assert root.level == logging.INFO and root.handlers

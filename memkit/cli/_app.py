@@ -170,9 +170,14 @@ def _root(
     llm_model: Annotated[str | None, typer.Option(
         "--llm-model", help="Any litellm model string, e.g. ollama/llama3.1.")] = None,
     verbose: Annotated[int, typer.Option(
-        "--verbose", "-v", count=True, help="Log more: -v requests and INFO lines, -vv DEBUG.")] = 0,
+        "--verbose", "-v", count=True,
+        help="Log to stderr: -v memkit's and its libraries' INFO lines, -vv DEBUG.")] = 0,
 ) -> None:
     ctx.obj = Settings(config, store, path, embedder, llm_model, verbose)
+    if verbose:
+        import logging
+
+        logging.basicConfig(level=ctx.obj.log_level, format="%(levelname)s %(name)s: %(message)s")
 
 
 @app.command()
@@ -523,7 +528,7 @@ def serve(
         fail(str(exc))
     mount_ui(app_)
     print(f"memkit: the dashboard is at http://{_netloc(host, port)}/ui/", flush=True)
-    uvicorn.run(app_, host=host, port=port, log_level="info")
+    uvicorn.run(app_, host=host, port=port, log_level="debug" if _settings(ctx).verbose > 1 else "info")
 
 
 def _netloc(host: str, port: int) -> str:
