@@ -504,6 +504,8 @@ def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8765,
+    workers: Annotated[int, typer.Option(
+        min=1, help="Processes serving the one port (each with the same config and keys).")] = 1,
     allow_unauthenticated: Annotated[bool, typer.Option(
         help="Allow a non-loopback host with no API keys (the API then still refuses "
              "non-loopback clients).")] = False,
@@ -512,23 +514,34 @@ def serve(
     try:
         import uvicorn
 
-        from memkit.server import create_app, load_keys
-        from memkit.ui import mount_ui
+        from memkit.cli._serve import build_app, serve_workers, shared_store_problem
+        from memkit.server import load_keys
     except ImportError as exc:
         fail(_with_hint(exc, "server"))
-    config = _settings(ctx).resolve()
+    settings = _settings(ctx)
+    config = settings.resolve()
     try:
         keys = load_keys(None, config)
         if not keys and not is_loopback(host) and not allow_unauthenticated:
             fail(f"no API keys are configured, so the server only listens on loopback; "
                  f"set MEMKIT_API_KEYS (or server.api_keys in the config) to serve on {host}",
                  code=2)
-        app_ = create_app(config=config)
+        problem = shared_store_problem(config) if workers > 1 else None
+        if problem:
+            fail(f"--workers {workers}: {problem}", code=2)
+        app_ = build_app(config)  # in the parent too: a bad config fails once, here
     except (MemkitError, ImportError) as exc:
         fail(str(exc))
-    mount_ui(app_)
     print(f"memkit: the dashboard is at http://{_netloc(host, port)}/ui/", flush=True)
-    uvicorn.run(app_, host=host, port=port, log_level="debug" if _settings(ctx).verbose > 1 else "info")
+    uvicorn_level = "debug" if settings.verbose > 1 else "info"
+    if workers == 1:
+        uvicorn.run(app_, host=host, port=port, log_level=uvicorn_level)
+        return
+    import asyncio
+
+    asyncio.run(app_.state.memory.aclose())
+    serve_workers(config, host=host, port=port, workers=workers, log_level=settings.log_level,
+                  uvicorn_log_level=uvicorn_level)
 
 
 def _netloc(host: str, port: int) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -68,8 +69,12 @@ def create_app(
     app.include_router(lifecycle_router)
     app.include_router(notes_router)
 
+    instance = uuid.uuid4().hex[:12]
+
     @app.get("/health", summary="Liveness (no key needed)")
     async def health() -> dict[str, str]:
-        return {"status": "ok", "version": memkit.__version__}
+        """``instance`` names this server process (new at each start): with ``--workers``,
+        which worker answered."""
+        return {"status": "ok", "version": memkit.__version__, "instance": instance}
 
     return app

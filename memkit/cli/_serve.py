@@ -1,0 +1,62 @@
+"""``memkit serve``: the REST API and the dashboard, in one process or in N workers on one port.
+
+With ``--workers N`` uvicorn starts N processes that share the listening socket; each
+builds its own app (:func:`worker_app`) from the configuration the parent resolved,
+handed down in an environment variable, so flags, the config file and the API keys mean
+the same in every worker.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+#: the resolved configuration and log level, for the workers (never read from a user's shell)
+WORKER_ENV = "MEMKIT_SERVE_WORKER"
+#: stores whose data lives in one process: N workers would be N separate memories
+IN_PROCESS_STORES = frozenset({"memory"})
+
+
+def build_app(config: dict[str, Any]) -> FastAPI:
+    """The REST API with the dashboard at ``/ui/``."""
+    from memkit.server import create_app
+    from memkit.ui import mount_ui
+
+    app = create_app(config=config)
+    mount_ui(app)
+    return app
+
+
+def worker_app() -> FastAPI:
+    """One worker's app (uvicorn's ``factory``), from what :func:`serve_workers` handed down."""
+    handed = json.loads(os.environ[WORKER_ENV])
+    if handed["log_level"] != "WARNING":
+        logging.basicConfig(level=handed["log_level"],
+                            format="%(levelname)s %(name)s: %(message)s")
+    return build_app(handed["config"])
+
+
+def shared_store_problem(config: dict[str, Any]) -> str | None:
+    """Why ``config``'s memory cannot be shared by several workers, or ``None``."""
+    section = config.get("vector_store") or {}
+    provider = section if isinstance(section, str) else section.get("provider", "sqlite")
+    if provider in IN_PROCESS_STORES:
+        return (f"the {provider!r} store lives in one process, so each worker would hold a "
+                "memory of its own; use a store several processes share (sqlite, pgvector, "
+                "a Qdrant, Chroma or Milvus server, ...) or --workers 1")
+    return None
+
+
+def serve_workers(config: dict[str, Any], *, host: str, port: int, workers: int,
+                  log_level: str, uvicorn_log_level: str) -> None:
+    """Run ``workers`` processes of the app on ``host:port`` until interrupted."""
+    import uvicorn
+
+    os.environ[WORKER_ENV] = json.dumps({"config": config, "log_level": log_level})
+    uvicorn.run("memkit.cli._serve:worker_app", factory=True, host=host, port=port,
+                workers=workers, log_level=uvicorn_log_level)

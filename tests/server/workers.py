@@ -1,0 +1,107 @@
+"""``memkit serve --workers N`` as a subprocess, and clients pinned to one of its workers.
+
+The workers share one listening socket, so which one accepts a connection is the kernel's
+choice; a client learns its worker from ``/health``'s ``instance`` and keeps that one
+connection (keep-alive) for what it does next.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+KEYS = {"admin-key": {"admin": True}, "alice-key": {"user_id": "alice"},
+        "bob-key": {"user_id": "bob"}}
+#: how long anything the tests wait for may take before the test fails (never a timing claim)
+PATIENCE = 60.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def script_env(config: dict[str, Any] | None = None) -> dict[str, str]:
+    """The environment of a child process: this tree first on the path, no stray MEMKIT_*."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMKIT_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    if config is not None:
+        env["MEMKIT_CONFIG"] = json.dumps(config)
+    return env
+
+
+class Workers:
+    """A running ``memkit serve --workers N``."""
+
+    def __init__(self, url: str, count: int) -> None:
+        self.url = url
+        self.count = count
+
+    def client(self, key: str, worker: str | None = None) -> tuple[httpx.Client, str]:
+        """A client with ``key`` whose connection is on ``worker`` (any when ``None``), and
+        that worker's instance id."""
+        deadline = time.monotonic() + PATIENCE
+        while True:
+            client = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"},
+                                  timeout=httpx.Timeout(PATIENCE))
+            instance = client.get("/health").json()["instance"]
+            if worker is None or instance == worker:
+                return client, instance
+            client.close()
+            assert time.monotonic() < deadline, f"no connection reached worker {worker}"
+
+    def instances(self) -> list[str]:
+        """Every worker's instance id (each worker answered at least once)."""
+        seen: set[str] = set()
+        deadline = time.monotonic() + PATIENCE
+        while len(seen) < self.count:
+            assert time.monotonic() < deadline, f"only {len(seen)} workers answered"
+            with httpx.Client(base_url=self.url) as probe:
+                seen.add(probe.get("/health").json()["instance"])
+        return sorted(seen)
+
+
+@contextmanager
+def serving_workers(config: dict[str, Any], workers: int = 2,
+                    keys: dict[str, Any] | None = None) -> Iterator[Workers]:
+    """``memkit serve --workers N`` on a free loopback port with ``config``; stopped after."""
+    port = _free_port()
+    env = script_env(config)
+    env["MEMKIT_API_KEYS"] = json.dumps(KEYS if keys is None else keys)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memkit.cli", "serve", "--port", str(port),
+         "--workers", str(workers)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + PATIENCE
+        while True:
+            try:
+                httpx.get(f"{url}/health")
+                break
+            except httpx.TransportError:
+                if server.poll() is not None:
+                    raise AssertionError(f"memkit serve exited: {server.stderr.read()}"
+                                         ) from None
+                assert time.monotonic() < deadline, "memkit serve did not start"
+                time.sleep(0.1)
+        yield Workers(url, workers)
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(10)
