@@ -101,6 +101,14 @@ class ListRecords(Returns[tuple[list[Record], str | None]]):
 
 
 @dataclass(frozen=True, slots=True)
+class Project(Returns[list[tuple[Any, ...]]]):
+    """-> the ``fields`` of every record matching ``filter`` (``VectorStore.project``)"""
+
+    fields: tuple[str, ...]
+    filter: Filter | None
+
+
+@dataclass(frozen=True, slots=True)
 class Transaction(Returns[T]):
     """-> the write flow's result, its writes committed together (or none of them)"""
 
@@ -434,7 +442,8 @@ GraphEffect: TypeAlias = (
 
 
 Effect: TypeAlias = (
-    Complete | Embed | Search | KeywordSearch | Get | ListRecords | Transaction[Any] | ReadHistory
+    Complete | Embed | Search | KeywordSearch | Get | ListRecords | Project | Transaction[Any]
+    | ReadHistory
     | ReadEvent | ResetStore | ResetHistory | ForgetHistory | ForgetScope | Scrub
     | NoteAccess | TakeAccesses
     | CountAdds | GraphEffect | Monotonic | LogSearch | ReadSearchLog

@@ -49,6 +49,7 @@ from memkit._pipeline.effects import (
     Neighbourhood,
     OnShadow,
     OpenShadow,
+    Project,
     ReadEvent,
     ReadHistory,
     ReadSearchLog,
@@ -239,6 +240,8 @@ def store_job(effect: Effect | WriteEffect, store: VectorStore, history: History
             return job(store.get, store.aget, id)
         case ListRecords(filter, limit, cursor, order):
             return job(writer.list, writer.alist, filter, limit, cursor, order)
+        case Project(fields, filter):
+            return job(store.project, store.aproject, fields, filter)
         case ReadHistory(memory_id):
             return job(history.get, history.aget, memory_id)
         case ReadEvent(event_id):

@@ -18,7 +18,16 @@ from typing import Any, TypeVar
 
 from memkit._errors import MemkitError, VectorStoreError
 from memkit._filters import Filter
-from memkit.stores.base import Hit, Order, Record, Vector, VectorStore
+from memkit.stores.base import (
+    PROJECTION_PAGE,
+    Hit,
+    Order,
+    Record,
+    Vector,
+    VectorStore,
+    check_projection,
+    projected,
+)
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -117,6 +126,19 @@ class DrivenStore(VectorStore):
     @abstractmethod
     def _count(self, filter: Filter | None) -> Op[int]: ...
 
+    def _project(self, fields: Sequence[str],
+                 filter: Filter | None) -> Op[builtins.list[tuple[Any, ...]]]:
+        """:meth:`VectorStore.project` as pages of ``_list``; an engine that selects
+        columns overrides it."""
+        check_projection(fields)
+        rows: builtins.list[tuple[Any, ...]] = []
+        cursor: str | None = None
+        while True:
+            page, cursor = yield from self._list(filter, PROJECTION_PAGE, cursor, "id")
+            rows.extend(projected(page, fields))
+            if cursor is None:
+                return rows
+
     def reset(self) -> None:
         self._run(self._reset())
 
@@ -146,6 +168,10 @@ class DrivenStore(VectorStore):
 
     def count(self, filter: Filter | None = None) -> int:
         return self._run(self._count(filter))
+
+    def project(self, fields: Sequence[str],
+                filter: Filter | None = None) -> builtins.list[tuple[Any, ...]]:
+        return self._run(self._project(fields, filter))
 
     async def areset(self) -> None:
         await self._arun(self._reset())
@@ -180,3 +206,7 @@ class DrivenStore(VectorStore):
 
     async def acount(self, filter: Filter | None = None) -> int:
         return await self._arun(self._count(filter))
+
+    async def aproject(self, fields: Sequence[str],
+                       filter: Filter | None = None) -> builtins.list[tuple[Any, ...]]:
+        return await self._arun(self._project(fields, filter))

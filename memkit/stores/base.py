@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 Vector = npt.NDArray[np.float32]
 EVERY_KEY = "*"
 """The :meth:`VectorStore.transaction` key that makes writers of every key wait."""
+PROJECTABLE = frozenset({"id", *BUILTIN_FIELDS})
+"""What :meth:`VectorStore.project` selects: the id and the built-in fields."""
+PROJECTION_PAGE = 1000
 Order = Literal["id", "newest"]
 """``list`` order: ascending id, or newest first (``created_at`` then id, descending)."""
 
@@ -168,6 +171,20 @@ def hash_filter(scope: Filter | None, hashes: Sequence[str]) -> Filter:
     combined = all_of(scope, cond)
     assert combined is not None
     return combined
+
+
+def check_projection(fields: Sequence[str]) -> None:
+    """Refuse a :meth:`VectorStore.project` of anything but :data:`PROJECTABLE` (stores
+    name the fields in their queries)."""
+    unknown = [f for f in fields if f not in PROJECTABLE]
+    if unknown or not fields:
+        raise ValueError(f"cannot project {unknown or 'no fields'}: one or more of "
+                         f"{sorted(PROJECTABLE)}")
+
+
+def projected(records: Sequence[Record], fields: Sequence[str]) -> builtins.list[tuple[Any, ...]]:
+    """``fields`` of each record, for a :meth:`VectorStore.project` built on ``list``."""
+    return [tuple(getattr(r, f) for f in fields) for r in records]
 
 
 def page_after(records: Sequence[Record], order: Order, cursor: str | None,
@@ -380,6 +397,23 @@ class VectorStore(ABC):
     def count(self, filter: Filter | None = None) -> int:
         """How many records match ``filter``."""
 
+    def project(self, fields: Sequence[str],
+                filter: Filter | None = None) -> builtins.list[tuple[Any, ...]]:
+        """The values of ``fields`` (``"id"`` or built-in fields, :data:`PROJECTABLE`) of
+        every record matching ``filter``, in no set order; timestamps as ISO strings.
+
+        What an aggregate (``Memory.stats``) reads without building whole records. The
+        default pages through :meth:`list`; a store that can select columns overrides it.
+        """
+        check_projection(fields)
+        rows: builtins.list[tuple[Any, ...]] = []
+        cursor: str | None = None
+        while True:
+            page, cursor = self.list(filter, PROJECTION_PAGE, cursor)
+            rows.extend(projected(page, fields))
+            if cursor is None:
+                return rows
+
     # -- re-embedding (memkit._pipeline.features.reembed) -----------------------------
     def shadow(self, dimension: int, model: str) -> VectorStore:
         """An empty collection beside this one (same kind, same place), open for
@@ -453,6 +487,10 @@ class VectorStore(ABC):
     async def acount(self, filter: Filter | None = None) -> int:
         return await asyncio.to_thread(self.count, filter)
 
+    async def aproject(self, fields: Sequence[str],
+                       filter: Filter | None = None) -> builtins.list[tuple[Any, ...]]:
+        return await asyncio.to_thread(self.project, fields, filter)
+
 
 def cosine_to_score(cos: float) -> float:
     """Map a cosine similarity in [-1, 1] to a score in [0, 1]."""
@@ -462,6 +500,7 @@ def cosine_to_score(cos: float) -> float:
 __all__ = [
     "EVERY_KEY",
     "LIFECYCLE_FIELDS",
+    "PROJECTABLE",
     "And",
     "Hit",
     "Order",
@@ -471,9 +510,11 @@ __all__ = [
     "WriteBatch",
     "WriteLock",
     "Writer",
+    "check_projection",
     "cosine_to_score",
     "cursor_key",
     "cursor_of",
     "hash_filter",
     "page_after",
+    "projected",
 ]

@@ -88,6 +88,7 @@ from memkit.stores.base import (
     VectorStore,
     Writer,
     check_collection,
+    check_projection,
     cosine_to_score,
     cursor_key,
     cursor_of,
@@ -819,6 +820,18 @@ class PgVectorStore(PoolOwner, DrivenStore):
             sql.SQL("SELECT count(*) FROM {t} WHERE {w}").format(t=self._table, w=where), params
         )
         return int(rows[0][0])
+
+    def _project(self, fields: Sequence[str],
+                 filter: Filter | None) -> Op[builtins.list[tuple[Any, ...]]]:
+        """One SELECT of the columns, times formatted as memkit's ISO strings by the server."""
+        check_projection(fields)
+        where, params = translate(filter)
+        columns = [sql.SQL("to_char({c} AT TIME ZONE 'UTC', {f})").format(
+            c=sql.Identifier(f), f=sql.Literal(_ISO_FORMAT)) if f in TIME_FIELDS
+            else sql.Identifier(f) for f in fields]
+        rows = yield Statement(sql.SQL("SELECT {c} FROM {t} WHERE {w}").format(
+            c=sql.SQL(", ").join(columns), t=self._table, w=where), params)
+        return [tuple(row) for row in rows]
 
     def _check_shape(self, vector: Vector) -> None:
         if self._dimension is not None and vector.shape != (self._dimension,):

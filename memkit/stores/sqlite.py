@@ -20,6 +20,7 @@ match :mod:`memkit._filters.evaluate` exactly::
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import os
@@ -56,6 +57,7 @@ from memkit.stores.base import (
     VectorStore,
     Writer,
     check_collection,
+    check_projection,
     cursor_key,
     cursor_of,
 )
@@ -1039,6 +1041,16 @@ class SQLiteStore(VectorStore):
     def count(self, filter: Filter | None = None) -> int:
         with self._read() as conn:
             return count_rows(conn, self._records, filter)
+
+    def project(self, fields: Sequence[str],
+                filter: Filter | None = None) -> builtins.list[tuple[Any, ...]]:
+        """One SELECT of the columns (no text, metadata or vector unless asked for)."""
+        check_projection(fields)
+        where, params = translate(filter)
+        with self._read() as conn:
+            return conn.execute(
+                f"SELECT {', '.join(fields)} FROM {self._records} WHERE {where}", params
+            ).fetchall()
 
 
 def select_page(conn: sqlite3.Connection, table: str, filter: Filter | None, limit: int,

@@ -111,6 +111,10 @@ class Driver:
         n: int = self._call("count", filter)
         return n
 
+    def project(self, fields: Sequence[str], filter: Filter | None = None) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = self._call("project", fields, filter)
+        return rows
+
     def apply(self, batch: WriteBatch, history: HistoryStore) -> set[str]:
         """The skipped adds of ``batch`` run through the apply flow in a transaction."""
         effect = transaction(batch)
@@ -422,6 +426,32 @@ def test_count_with_and_without_filter(s: Driver) -> None:
     s.insert([rec(f"r{i}", metadata={"n": i}) for i in range(12)])
     assert s.count() == 12
     assert s.count(f({"n": {"gte": 5}})) == 7
+
+
+def test_project_gives_the_fields_of_every_matching_record(s: Driver) -> None:
+    later = to_iso("2024-06-02T08:30:00.250000+00:00")
+    records = [replace(rec(f"p{i:04}", user_id="alice" if i % 3 else "bob", run_id=f"r{i % 2}",
+                           metadata={"n": i}),
+                       created_at=to_iso(f"2024-05-{1 + i % 28:02}T10:00:00+00:00"),
+                       valid_to=later if i % 5 == 0 else None,
+                       supersedes=f"p{i - 1:04}" if i % 7 == 0 else None,
+                       memory_type="fact" if i % 2 else None, importance=i / 1100,
+                       confidence=None if i % 4 else 0.25, access_count=i % 3 or None,
+                       last_accessed_at=later if i % 3 else None)
+               for i in range(1050)]  # more than one page of a store that pages
+    s.insert(records)
+    fields = ("id", "created_at", "user_id", "run_id", "valid_to", "supersedes", "memory_type",
+              "importance", "confidence", "access_count", "last_accessed_at", "expires_at")
+
+    def values(r: Record) -> tuple[Any, ...]:
+        return tuple(getattr(r, name) for name in fields)
+
+    assert sorted(s.project(fields)) == sorted(values(r) for r in records)
+    assert sorted(s.project(("id",), f({"user_id": "bob", "n": {"lt": 30}}))) == [
+        (r.id,) for r in records[:30] if r.user_id == "bob"]
+    for bad in ((), ("metadata",), ("id", "embedding; DROP TABLE x")):
+        with pytest.raises(ValueError, match="cannot project"):
+            s.project(bad)
 
 
 def test_reset_empties_the_collection_which_stays_usable(s: Driver) -> None:

@@ -87,11 +87,18 @@ class Lifecycle:
 
     def confidence(self, record: Record, now: str) -> float:
         """The record's confidence at ``now``: decayed since its anchor when decay is on."""
-        stored = 1.0 if record.confidence is None else record.confidence
-        days = self.half_life(record.memory_type)
+        return self.confidence_from(record.confidence, record.memory_type,
+                                    record.last_accessed_at or record.updated_at, now)
+
+    def confidence_from(self, confidence: float | None, memory_type: str | None, anchor: str,
+                        now: str) -> float:
+        """:meth:`confidence` from the fields it reads (``anchor``: ``last_accessed_at``,
+        else ``updated_at``)."""
+        stored = 1.0 if confidence is None else confidence
+        days = self.half_life(memory_type)
         if not self.decay or days is None:
             return stored
-        elapsed = _epoch(now) - _epoch(record.last_accessed_at or record.updated_at)
+        elapsed = _epoch(now) - _epoch(anchor)
         if elapsed <= 0:
             return stored
         return float(stored * 0.5 ** (elapsed / (days * DAY_SECONDS)))

@@ -1,15 +1,19 @@
-"""Statistics of a scope's memories, read in one pass over its records."""
+"""Statistics of a scope's memories, from one projection of the fields they read.
+
+The store selects a few built-in fields of every matching record (``Project``: one
+query on SQL stores, no text, metadata or vector); only the most accessed memories are
+read whole.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from memkit._filters import Filter
 from memkit._models import MemoryStats, ScopeCount
-from memkit._pipeline.effects import FindEntities, FindRelations, Flow, ask
+from memkit._pipeline.effects import FindEntities, FindRelations, Flow, Get, Project, ask
 from memkit._pipeline.features.lifecycle import Lifecycle, flush_flow
-from memkit._pipeline.write.apply import scan
-from memkit._pipeline.write.versions import is_valid
 from memkit._time import to_datetime
 from memkit.graph.base import GraphScope, Relation
 from memkit.stores.base import Record
@@ -22,50 +26,72 @@ LOW_CONFIDENCE = 0.05
 default."""
 
 
+FIELDS = ("id", "created_at", "updated_at", "user_id", "agent_id", "run_id", "valid_from",
+          "valid_to", "expires_at", "supersedes", "memory_type", "confidence", "access_count",
+          "last_accessed_at")
+"""The fields of a record that the statistics read."""
+
+
 def stats_flow(selection: Filter | None, now: str, lifecycle: Lifecycle,
                graph: bool = False) -> Flow[MemoryStats]:
     """Counts by type (current memories) and by state, growth per day, the confidence
     histogram (ten bins over [0, 1]), the most accessed memories and, with a ``graph``,
     the entities with the most open relations in the current memories' scopes."""
     yield from flush_flow(lifecycle)
-    records: list[Record] = yield from scan(selection)
-    replaced = {r.supersedes for r in records if r.supersedes is not None}
+    rows: list[tuple[Any, ...]] = yield from ask(Project(FIELDS, selection))
+    replaced = {row[9] for row in rows if row[9] is not None}
     states: Counter[str] = Counter()
     types: Counter[str] = Counter()
     scopes: Counter[tuple[str | None, str | None, str | None]] = Counter()
     growth: Counter[str] = Counter()
     histogram = [0] * BINS
     confidences: list[float] = []
-    current: list[Record] = []
-    for record in records:
-        state = _state(record, now, replaced)
+    accessed: list[tuple[int, str]] = []
+    created: list[str] = []
+    for (id, created_at, updated_at, user_id, agent_id, run_id, valid_from, valid_to,
+         expires_at, _, memory_type, stored, access_count, last_accessed_at) in rows:
+        if valid_to is not None and valid_to <= now:
+            state = "superseded" if id in replaced else "deleted"
+        elif valid_from is not None and valid_from > now:
+            state = "future"
+        elif expires_at is not None and expires_at <= now:
+            state = "expired"
+        else:
+            state = "current"
         states[state] += 1
         if state != "superseded":  # a past version is not a memory of its own
-            growth[record.created_at[:10]] += 1
+            growth[created_at[:10]] += 1
         if state == "current":
-            current.append(record)
-            types[record.memory_type or "untyped"] += 1
-            scopes[(record.user_id, record.agent_id, record.run_id)] += 1
-            confidence = lifecycle.confidence(record, now)
+            created.append(created_at)
+            types[memory_type or "untyped"] += 1
+            scopes[(user_id, agent_id, run_id)] += 1
+            confidence = lifecycle.confidence_from(stored, memory_type,
+                                                   last_accessed_at or updated_at, now)
             confidences.append(confidence)
             histogram[min(BINS - 1, int(confidence * BINS))] += 1
-    entities, relations, top = (yield from _graph_totals(current)) if graph else (0, 0, {})
-    accessed = sorted((r for r in current if r.access_count),
-                      key=lambda r: (-(r.access_count or 0), r.id))[:MOST_ACCESSED]
+            if access_count:
+                accessed.append((-access_count, id))
+    entities, relations, top = (yield from _graph_totals(scopes)) if graph else (0, 0, {})
+    most_accessed: list[Record] = []
+    for _, id in sorted(accessed)[:MOST_ACCESSED]:
+        record = yield from ask(Get(id))
+        if record is not None:  # unless deleted since the projection
+            most_accessed.append(record)
     return MemoryStats(
-        memories=len(current), by_type=dict(types.most_common()),
+        memories=states["current"], by_type=dict(types.most_common()),
         by_scope=[ScopeCount(user_id=u, agent_id=a, run_id=r, memories=n)
                   for (u, a, r), n in sorted(scopes.items(), key=_fullest)],
         by_state={s: states[s] for s in ("current", "superseded", "deleted", "expired",
                                          "future")},
         growth=dict(sorted(growth.items())), confidence_histogram=histogram,
-        most_accessed=[r.to_item(confidence=lifecycle.confidence(r, now)) for r in accessed],
+        most_accessed=[r.to_item(confidence=lifecycle.confidence(r, now)) for r in most_accessed],
         top_entities=top, entities=entities, relations=relations,
         average_confidence=round(sum(confidences) / len(confidences), 6) if confidences
         else None,
         low_confidence=sum(1 for c in confidences if c < LOW_CONFIDENCE),
-        oldest=min((to_datetime(r.created_at) for r in current), default=None),
-        newest=max((to_datetime(r.created_at) for r in current), default=None),
+        # fixed-width ISO strings: they sort as time
+        oldest=to_datetime(min(created)) if created else None,
+        newest=to_datetime(max(created)) if created else None,
         decay=lifecycle.decay)
 
 
@@ -74,12 +100,12 @@ def _fullest(item: tuple[tuple[str | None, ...], int]) -> tuple[int, tuple[str, 
     return -count, tuple(v or "" for v in scope)
 
 
-def _graph_totals(current: list[Record]) -> Flow[tuple[int, int, dict[str, int]]]:
+def _graph_totals(scopes: Counter[tuple[str | None, str | None, str | None]],
+                  ) -> Flow[tuple[int, int, dict[str, int]]]:
     """The entities, open relations and top entities of the current memories' scopes."""
-    scopes = {GraphScope(r.user_id, r.agent_id, r.run_id) for r in current}
     degree: Counter[str] = Counter()
     entities = relations_open = 0
-    for scope in sorted(scopes, key=lambda s: s.key):
+    for scope in sorted((GraphScope(*s) for s in scopes), key=lambda s: s.key):
         relations: list[Relation] = yield from ask(FindRelations(scope))
         relations_open += len(relations)
         for relation in relations:
@@ -87,13 +113,3 @@ def _graph_totals(current: list[Record]) -> Flow[tuple[int, int, dict[str, int]]
         entities += len((yield from ask(FindEntities(scope, limit=10_000_000))))
     top = sorted(degree.items(), key=lambda pair: (-pair[1], pair[0]))[:TOP_ENTITIES]
     return entities, relations_open, dict(top)
-
-
-def _state(record: Record, now: str, replaced: set[str]) -> str:
-    if record.valid_to is not None and record.valid_to <= now:
-        return "superseded" if record.id in replaced else "deleted"
-    if record.valid_from is not None and record.valid_from > now:
-        return "future"
-    if not is_valid(record, now):
-        return "expired"
-    return "current"
