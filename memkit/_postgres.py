@@ -12,7 +12,8 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -24,7 +25,7 @@ require("psycopg_pool", "pgvector")
 
 import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
-from psycopg_pool import AsyncConnectionPool, ConnectionPool  # noqa: E402
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout  # noqa: E402
 
 T = TypeVar("T")
 Rows = list[tuple[Any, ...]]
@@ -263,9 +264,74 @@ def advisory_key(*parts: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+#: how long a connect to an engine that does not answer may take (libpq's connect_timeout)
+CONNECT_TIMEOUT = 5
+#: how long a call waits for a pooled connection when every one is in use
+POOL_TIMEOUT = 30.0
+#: after a failed connect, calls within this many seconds fail at once with its error
+_PROBE_INTERVAL = 1.0
+_unreachable: dict[str, tuple[float, str]] = {}
+#: per DSN, how many times its engine was found gone (a failed connect, a dropped connection)
+_failures: dict[str, int] = {}
+
+
+def _failed_recently(dsn: str) -> VectorStoreError | None:
+    failure = _unreachable.get(dsn)
+    if failure is not None and time.monotonic() - failure[0] < _PROBE_INTERVAL:
+        return VectorStoreError(failure[1])
+    return None
+
+
+def _unreachable_error(dsn: str, exc: Exception) -> VectorStoreError:
+    message = f"PostgreSQL is unreachable: {str(exc).strip()}"
+    _unreachable[dsn] = (time.monotonic(), message)
+    _failures[dsn] = _failures.get(dsn, 0) + 1
+    return VectorStoreError(message)
+
+
+def _probe(dsn: str) -> None:
+    """Connect once (and hang up), so a pool is opened only on an engine that answers."""
+    recent = _failed_recently(dsn)
+    if recent is not None:
+        raise recent
+    try:
+        psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT).close()
+    except psycopg.Error as exc:
+        raise _unreachable_error(dsn, exc) from exc
+    _unreachable.pop(dsn, None)
+
+
+async def _aprobe(dsn: str) -> None:
+    recent = _failed_recently(dsn)
+    if recent is not None:
+        raise recent
+    try:
+        await (await psycopg.AsyncConnection.connect(dsn, connect_timeout=CONNECT_TIMEOUT)).close()
+    except psycopg.Error as exc:
+        raise _unreachable_error(dsn, exc) from exc
+    _unreachable.pop(dsn, None)
+
+
+def open_pool(dsn: str, size: int, name: str | None = None,
+              configure: Any = None) -> ConnectionPool[Any]:
+    """A pool of up to ``size`` connections, its first one made before this returns; a
+    :class:`VectorStoreError` at once when the engine does not answer."""
+    _probe(dsn)
+    pool: ConnectionPool[Any] = ConnectionPool(
+        dsn, min_size=1, max_size=size, open=False, configure=configure, name=name,
+        timeout=POOL_TIMEOUT, kwargs={"connect_timeout": CONNECT_TIMEOUT})
+    try:
+        pool.open(wait=True, timeout=POOL_TIMEOUT)
+    except PoolTimeout as exc:
+        pool.close()
+        raise _unreachable_error(dsn, exc) from exc
+    return pool
+
+
 async def open_async_pool(dsn: str, size: int, name: str | None = None,
                           configure: Any = None) -> AsyncConnectionPool[Any]:
-    """An async pool of ``size`` connections, all made before this returns.
+    """An async pool of ``size`` connections, all made before this returns; a
+    :class:`VectorStoreError` at once when the engine does not answer.
 
     A pool that grows later connects in background tasks. An event loop that ends
     while one of those connects (``asyncio.run`` around an ``AsyncMemory`` that was
@@ -273,17 +339,98 @@ async def open_async_pool(dsn: str, size: int, name: str | None = None,
     and its worker waits on for more work, so the loop never finishes closing. A
     fixed-size pool opened in full has no connect left in flight once it is used.
     """
+    await _aprobe(dsn)
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        dsn, min_size=size, max_size=size, open=False, configure=configure, name=name)
-    await pool.open(wait=True)
+        dsn, min_size=size, max_size=size, open=False, configure=configure, name=name,
+        timeout=POOL_TIMEOUT, kwargs={"connect_timeout": CONNECT_TIMEOUT})
+    try:
+        await pool.open(wait=True, timeout=POOL_TIMEOUT)
+    except PoolTimeout as exc:
+        await pool.close()
+        raise _unreachable_error(dsn, exc) from exc
     return pool
 
 
 class PoolOwner:
-    """Closes a sync and an async psycopg pool; shared by the store and the history."""
+    """The sync and the async psycopg pool of a store, history or graph: lazily opened
+    (``_sync_pool()``, ``_async_pool()``), and closed.
 
+    A connection the engine dropped (the engine restarted or went away) drops the whole
+    pool, whose other connections went with it: the next call opens a new pool, or
+    fails at once (:class:`VectorStoreError`, a 503 over REST) while the engine does not
+    answer. So an outage costs the calls made during it, and nothing after it.
+    """
+
+    dsn: str
     _pool: ConnectionPool[Any] | None
     _apool: AsyncConnectionPool[Any] | None
+    def _sync_pool(self) -> ConnectionPool[Any]:
+        raise NotImplementedError
+
+    async def _async_pool(self) -> AsyncConnectionPool[Any]:
+        raise NotImplementedError
+
+    def _stale(self, pool: object) -> bool:
+        """Whether the engine failed since ``pool`` was first used (its connections are
+        gone, even where nothing has used them since)."""
+        failures = _failures.get(self.dsn, 0)
+        return self._first_used().setdefault(id(pool), failures) != failures
+
+    def _first_used(self) -> dict[int, int]:
+        """The pools in use, each with the count of engine failures when first used."""
+        seen: dict[int, int] = self.__dict__.setdefault("_pools_seen", {})
+        return seen
+
+    def _dropped(self, pool: object, broken: bool) -> bool:
+        """Forget ``pool`` if it is stale or lost a connection; whether it was forgotten."""
+        if broken:
+            _failures[self.dsn] = _failures.get(self.dsn, 0) + 1
+        elif not self._stale(pool):
+            return False
+        self._first_used().pop(id(pool), None)
+        if self._pool is pool:
+            self._pool = None
+        elif self._apool is pool:
+            self._apool = None
+        else:
+            return False
+        return True
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        pool, broken = self._sync_pool(), False
+        if self._dropped(pool, False):
+            pool.close(timeout=1.0)
+            pool = self._sync_pool()
+        try:
+            with pool.connection() as conn:
+                try:
+                    yield conn
+                finally:
+                    broken = conn.broken
+        except (PoolTimeout, PoolClosed) as exc:
+            raise VectorStoreError(f"PostgreSQL: {exc}") from exc
+        finally:
+            if broken and self._dropped(pool, True):
+                pool.close(timeout=1.0)
+
+    @asynccontextmanager
+    async def _aconnection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        pool, broken = await self._async_pool(), False
+        if self._dropped(pool, False):
+            await pool.close(timeout=1.0)
+            pool = await self._async_pool()
+        try:
+            async with pool.connection() as conn:
+                try:
+                    yield conn
+                finally:
+                    broken = conn.broken
+        except (PoolTimeout, PoolClosed) as exc:
+            raise VectorStoreError(f"PostgreSQL: {exc}") from exc
+        finally:
+            if broken and self._dropped(pool, True):
+                await pool.close(timeout=1.0)
 
     def close(self) -> None:
         pool, self._pool = self._pool, None

@@ -31,6 +31,7 @@ from memkit._postgres import (
     check_name,
     drive,
     open_async_pool,
+    open_pool,
     resolve_dsn,
     retrying,
     upkeep,
@@ -72,14 +73,21 @@ class PostgresGraph(PoolOwner, GraphStore):
         self._pool: ConnectionPool[Any] | None = None
         self._apool: AsyncConnectionPool[Any] | None = None
 
-    def _run(self, op: Op[T]) -> T:
+    def _sync_pool(self) -> ConnectionPool[Any]:
         with self._lock:
             if self._pool is None:
-                self._pool = ConnectionPool(self.dsn, min_size=1, max_size=self.pool_size,
-                                            open=True)
-            pool = self._pool
+                self._pool = open_pool(self.dsn, self.pool_size)
+            return self._pool
+
+    async def _async_pool(self) -> AsyncConnectionPool[Any]:
+        async with self._alock:
+            if self._apool is None:
+                self._apool = await open_async_pool(self.dsn, self.pool_size)
+            return self._apool
+
+    def _run(self, op: Op[T]) -> T:
         try:
-            with pool.connection() as conn:
+            with self._connection() as conn:
                 if not self._ready:
                     retrying(lambda: drive(conn, self._schema()))
                     self._ready = True
@@ -112,12 +120,8 @@ class PostgresGraph(PoolOwner, GraphStore):
         return _InTransaction(self, writer)
 
     async def _arun(self, op: Op[T]) -> T:
-        async with self._alock:
-            if self._apool is None:
-                self._apool = await open_async_pool(self.dsn, self.pool_size)
-            pool = self._apool
         try:
-            async with pool.connection() as conn:
+            async with self._aconnection() as conn:
                 if not self._ready:
                     await aretrying(lambda: adrive(conn, self._schema()))
                     self._ready = True

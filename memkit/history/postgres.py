@@ -28,6 +28,7 @@ from memkit._postgres import (
     check_name,
     drive,
     open_async_pool,
+    open_pool,
     resolve_dsn,
     retrying,
     upkeep,
@@ -65,7 +66,7 @@ class PostgresHistory(PoolOwner, HistoryStore):
     def _sync_pool(self) -> ConnectionPool[Any]:
         with self._lock:
             if self._pool is None:
-                self._pool = ConnectionPool(self.dsn, min_size=1, max_size=4, open=True)
+                self._pool = open_pool(self.dsn, 4)
             return self._pool
 
     async def _async_pool(self) -> AsyncConnectionPool[Any]:
@@ -76,12 +77,12 @@ class PostgresHistory(PoolOwner, HistoryStore):
 
     def _run(self, op: Op[T]) -> T:
         self.ensure_table()
-        with self._sync_pool().connection() as conn:
+        with self._connection() as conn:
             return drive(conn, op)
 
     async def _arun(self, op: Op[T]) -> T:
         await self.aensure_table()
-        async with (await self._async_pool()).connection() as conn:
+        async with self._aconnection() as conn:
             return await adrive(conn, op)
 
     def ensure_table(self) -> None:
@@ -138,13 +139,13 @@ class PostgresHistory(PoolOwner, HistoryStore):
     @contextmanager
     def lock(self, collection: str, key: str) -> Iterator[None]:
         """Advisory locks held by a transaction of this history's pool."""
-        with self._sync_pool().connection() as conn, conn.transaction():
+        with self._connection() as conn, conn.transaction():
             drive(conn, _lock_op(collection, key))
             yield
 
     @asynccontextmanager
     async def alock(self, collection: str, key: str) -> AsyncIterator[None]:
-        async with (await self._async_pool()).connection() as conn, conn.transaction():
+        async with self._aconnection() as conn, conn.transaction():
             await adrive(conn, _lock_op(collection, key))
             yield
 

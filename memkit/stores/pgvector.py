@@ -70,6 +70,7 @@ from memkit._postgres import (
     each,
     missing,
     open_async_pool,
+    open_pool,
     resolve_dsn,
     retrying,
     upkeep,
@@ -448,10 +449,8 @@ class PgVectorStore(PoolOwner, DrivenStore):
         self._require_open()
         with self._pool_lock:
             if self._pool is None:
-                self._pool = ConnectionPool(
-                    self.dsn, min_size=1, max_size=self.pool_size, open=True,
-                    configure=pgvector_psycopg.register_vector, name=self.collection_name,
-                )
+                self._pool = open_pool(self.dsn, self.pool_size, self.collection_name,
+                                       configure=pgvector_psycopg.register_vector)
             return self._pool
 
     async def _async_pool(self) -> AsyncConnectionPool[Any]:
@@ -468,11 +467,11 @@ class PgVectorStore(PoolOwner, DrivenStore):
             raise VectorStoreError(f"open() the collection {self.collection_name!r} first")
 
     def _run(self, op: Op[T]) -> T:
-        with self._sync_pool().connection() as conn:
+        with self._connection() as conn:
             return drive(conn, op)
 
     async def _arun(self, op: Op[T]) -> T:
-        async with (await self._async_pool()).connection() as conn:
+        async with self._aconnection() as conn:
             return await adrive(conn, op)
 
     # -- lifecycle --------------------------------------------------------
@@ -851,13 +850,13 @@ class PgVectorStore(PoolOwner, DrivenStore):
     def transaction(self, key: str = "") -> Iterator[Writer]:
         """One transaction on one pooled connection, holding an advisory lock on ``key``
         (the add's scope): writers of the same scope, in any process, wait for each other."""
-        with self._sync_pool().connection() as conn, conn.transaction():
+        with self._connection() as conn, conn.transaction():
             drive(conn, self._lock_op(key))
             yield _Transaction(self, conn, None)
 
     @asynccontextmanager
     async def atransaction(self, key: str = "") -> AsyncIterator[Writer]:
-        async with (await self._async_pool()).connection() as conn, conn.transaction():
+        async with self._aconnection() as conn, conn.transaction():
             await adrive(conn, self._lock_op(key))
             yield _Transaction(self, None, conn)
 
