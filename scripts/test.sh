@@ -51,9 +51,11 @@ if ((fast)); then
     done
     set -- -m "not engine and not slow" "$@"
 else
-    # mem0's own virtualenv (tests/mem0) installs from PyPI while the engines start and
-    # the other tests run; its tests wait for it (a file lock) if it is not done by then.
+    # mem0's and CrewAI's own virtualenvs (tests/mem0, tests/integrations/crewai: neither
+    # installs beside memkit's dev set) install from PyPI while the engines start and the
+    # other tests run; their tests wait for them (a file lock) if they are not done by then.
     python -m tests.mem0.environment >/dev/null 2>&1 &
+    python -m tests.integrations.crewai.environment >/dev/null 2>&1 &
     # shellcheck source=scripts/engines.sh
     source scripts/engines.sh
     engines_start

@@ -24,8 +24,9 @@ import pytest
 from memkit import Memory, import_mem0
 from memkit.stores.sqlite import SQLiteStore
 from memkit.testing import HashEmbedder, ScriptedLLM
+from tests._venvs import python_for_tests
 from tests.cli.test_commands import memkit
-from tests.conftest import in_ci, unique_name
+from tests.conftest import unique_name
 from tests.mem0.environment import MEM0, build
 
 pytestmark = pytest.mark.slow
@@ -36,14 +37,7 @@ DIMENSIONS = 8
 @pytest.fixture(scope="module")
 def mem0_python() -> Path:
     """The python of a virtualenv with mem0 (and psycopg for its pgvector store)."""
-    try:
-        return build()
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-        output = getattr(exc, "stderr", b"") or b""
-        reason = f"could not install {MEM0} from PyPI: {output.decode(errors='replace')[-2000:]}"
-        if in_ci():
-            pytest.fail(reason)
-        pytest.skip(reason)
+    return python_for_tests(build, MEM0)
 
 
 def _share_chromadb(python: Path) -> None:
