@@ -76,13 +76,15 @@ class AsyncMemory(Client):
         importance: float | None = None,
         confidence: float | None = None,
         surface: str | None = None,
+        entities: Sequence[str] | None = None,
     ) -> AddResult:
         """See :meth:`Memory.add`."""
         return await self._runtime.arun(requests.add(
             self._settings, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
             filters=filters, prompt=prompt, infer=infer, timestamp=timestamp, on_error=on_error,
             expires_at=expires_at, expiration_date=expiration_date, dry_run=dry_run,
-            memory_type=memory_type, importance=importance, confidence=confidence, surface=surface))
+            memory_type=memory_type, importance=importance, confidence=confidence, surface=surface,
+            entities=entities))
 
     async def search(
         self,

@@ -74,6 +74,7 @@ class Memory(Client):
         importance: float | None = None,
         confidence: float | None = None,
         surface: str | None = None,
+        entities: Sequence[str] | None = None,
     ) -> AddResult:
         """Remember a conversation (a string, a message dict or a list of them).
 
@@ -93,13 +94,16 @@ class Memory(Client):
         add writes, over what the extraction says; ``confidence`` (0 to 1, default 1) is
         where their confidence starts. A ``memory_type="task"`` memory gets
         ``metadata["status"]`` "open" unless given one of ``TASK_STATUSES``;
-        ``surface="startup"`` puts the memories in :meth:`startup_context`.
+        ``surface="startup"`` puts the memories in :meth:`startup_context`. ``entities``
+        (names or ids, with a graph store) links every memory the add writes to those
+        entities, created when new, besides what extraction finds (see ``docs/graph.md``).
         """
         return self._runtime.run(requests.add(
             self._settings, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata,
             filters=filters, prompt=prompt, infer=infer, timestamp=timestamp, on_error=on_error,
             expires_at=expires_at, expiration_date=expiration_date, dry_run=dry_run,
-            memory_type=memory_type, importance=importance, confidence=confidence, surface=surface))
+            memory_type=memory_type, importance=importance, confidence=confidence, surface=surface,
+            entities=entities))
 
     def search(
         self,

@@ -205,6 +205,8 @@ class AddResult(_Model):
     errors: list[OperationError] = Field(default_factory=list)
     relations: list[GraphRelation] = Field(default_factory=list)
     closed_relations: list[GraphRelation] = Field(default_factory=list)
+    #: the entities this add created (extracted, or named with ``entities=``)
+    entities: list[GraphEntity] = Field(default_factory=list)
     #: the automatic consolidation this add started (``lifecycle.consolidate_every``)
     consolidation: ConsolidationResult | None = None
 

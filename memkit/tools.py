@@ -99,6 +99,9 @@ class _AddMemoryArgs(Args):
     confidence: Confidence = None
     expires_at: ExpiresAt = None
     surface: Surface = None
+    entities: Annotated[list[str] | None, Field(max_length=100, description=(
+        'Optional entities the memory is about, by name or id, e.g. ["Alice", "Acme"]: '
+        "linked to it in the knowledge graph (needs a graph store)."))] = None
 
 
 class _SearchMemoriesArgs(Args):

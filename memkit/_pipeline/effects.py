@@ -381,6 +381,34 @@ class ResolveNames(Returns[dict[str, str]]):
     names: Sequence[str]
     vectors: Sequence[Sequence[float]] | None = None
     threshold: float = 1.0
+    #: the memories whose add resolves the names: the aliases used are recorded as theirs
+    memory_ids: Sequence[str] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EntitiesById(Returns[list[Entity]]):
+    """-> the scope's entities among ``ids`` (:meth:`GraphStore.entities_by_id`)"""
+
+    scope: GraphScope
+    ids: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkMemories(Returns[list[Entity]]):
+    """-> the named entities (created when missing), linked to ``memory_ids``"""
+
+    scope: GraphScope
+    names: Sequence[str]
+    memory_ids: Sequence[str]
+    now: str
+
+
+@dataclass(frozen=True, slots=True)
+class EntityMemoryIds(Returns[list[str]]):
+    """-> the memories whose adds named the entities ``ids`` (:meth:`GraphStore.memory_ids_of`)"""
+
+    scope: GraphScope
+    ids: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,8 +464,8 @@ class ResetGraph(Returns[None]):
 GraphEffect: TypeAlias = (
     UpsertEntities | UpsertRelations | CloseRelations | FindRelations | FindEntities
     | Neighbourhood | DeleteEntities | DeleteRelations | ResolveNames | SetNameVectors
-    | Repoint | EmbeddedNames | ReplaceNameVectors | ForgetMemories | ForgetGraphScope
-    | ResetGraph
+    | EntitiesById | LinkMemories | EntityMemoryIds | Repoint | EmbeddedNames
+    | ReplaceNameVectors | ForgetMemories | ForgetGraphScope | ResetGraph
 )
 
 

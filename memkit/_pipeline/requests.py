@@ -33,6 +33,7 @@ from memkit._notes.models import IndexResult, StartupContext
 from memkit._pipeline.add.flow import AddRequest, OnError, add_flow
 from memkit._pipeline.effects import Flow
 from memkit._pipeline.features.consolidate import auto_flow, consolidate_flow
+from memkit._pipeline.features.entities import entity_refs_of
 from memkit._pipeline.features.feedback import logged_search_flow, search_log_flow
 from memkit._pipeline.features.forget import prune_flow, purge_flow
 from memkit._pipeline.features.graph import (
@@ -141,9 +142,14 @@ def add(
     importance: float | None = None,
     confidence: float | None = None,
     surface: str | None = None,
+    entities: Sequence[str] | None = None,
 ) -> Flow[AddResult]:
     prompts = s.config.custom_prompts
     lifecycle = lifecycle_fields(memory_type, importance, confidence)
+    named = entity_refs_of(entities)
+    if named and s.graph is None:
+        raise ConfigError("entities= links memories to graph entities: configure a graph store "
+                          "(graph_store=...)")
     request = AddRequest(
         messages=messages_of(messages),
         scope=Scope.of(user_id, agent_id, run_id),
@@ -161,6 +167,7 @@ def add(
         dry_run=bool(dry_run),
         lifecycle=lifecycle,
         graph=s.graph,
+        entities=named,
     )
     life = s.config.lifecycle
     flow = add_flow(request)

@@ -32,6 +32,8 @@ from memkit._pipeline.effects import (
     Effect,
     Embed,
     EmbeddedNames,
+    EntitiesById,
+    EntityMemoryIds,
     FindEntities,
     FindRelations,
     Flow,
@@ -43,6 +45,7 @@ from memkit._pipeline.effects import (
     GraphEffect,
     Insert,
     KeywordSearch,
+    LinkMemories,
     ListRecords,
     LogSearch,
     Monotonic,
@@ -227,6 +230,7 @@ def store_job(effect: Effect | WriteEffect, store: VectorStore, history: History
         case UpsertEntities() | UpsertRelations() | CloseRelations() | FindRelations() \
                 | FindEntities() | Neighbourhood() | DeleteEntities() | DeleteRelations() \
                 | ResolveNames() | SetNameVectors() | Repoint() | EmbeddedNames() \
+                | EntitiesById() | LinkMemories() | EntityMemoryIds() \
                 | ReplaceNameVectors() | ForgetMemories() | ForgetGraphScope() | ResetGraph():
             if graph is None:
                 raise ConfigError("no graph store is configured (graph_store=...)")
@@ -291,8 +295,15 @@ def graph_job(effect: GraphEffect, graph: GraphStore) -> Job[Any]:
             return job(graph.delete_entities, graph.adelete_entities, scope, names)
         case DeleteRelations(scope, ids):
             return job(graph.delete_relations, graph.adelete_relations, scope, ids)
-        case ResolveNames(scope, names, vectors, threshold):
-            return job(graph.resolve, graph.aresolve, scope, names, vectors, threshold)
+        case ResolveNames(scope, names, vectors, threshold, memory_ids):
+            return job(graph.resolve, graph.aresolve, scope, names, vectors, threshold,
+                       memory_ids)
+        case EntitiesById(scope, ids):
+            return job(graph.entities_by_id, graph.aentities_by_id, scope, ids)
+        case LinkMemories(scope, names, memory_ids, now):
+            return job(graph.link_memories, graph.alink_memories, scope, names, memory_ids, now)
+        case EntityMemoryIds(scope, ids):
+            return job(graph.memory_ids_of, graph.amemory_ids_of, scope, ids)
         case SetNameVectors(scope, names, vectors):
             return job(graph.set_vectors, graph.aset_vectors, scope, names, vectors)
         case Repoint(scope, moves):

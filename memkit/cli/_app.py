@@ -201,6 +201,9 @@ def add(
     prompt: Annotated[str | None, typer.Option(help="Replaces the extraction prompt.")] = None,
     on_error: Annotated[str | None, typer.Option(
         help="raise, or degrade: report model failures and store what it can.")] = None,
+    entities: Annotated[list[str] | None, typer.Option(
+        "--entity", "-e", help="An entity (name or id) the text is about; repeat for more "
+        "(needs a graph store).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Remember a text (with --infer, the LLM extracts and reconciles facts)."""
@@ -217,7 +220,8 @@ def add(
                                 memory_type=memory_type, importance=importance,
                                 confidence=confidence, surface=surface,
                                 filters=_json_arg(filters, "--filters"),
-                                prompt=prompt, on_error=on_error)  # type: ignore[arg-type]
+                                prompt=prompt, on_error=on_error,  # type: ignore[arg-type]
+                                entities=entities)
         finally:
             if waiting is not None:
                 waiting.stop()

@@ -1,8 +1,10 @@
 """The graph in SQL, written once for SQLite and PostgreSQL.
 
-Four tables per graph: ``<name>_entities`` (with each name's embedding),
-``<name>_aliases`` (names merged into an entity), ``<name>_relations`` and
-``<name>_relation_memories`` (which memory each relation came from). An open
+Six tables per graph: ``<name>_entities`` (with each name's embedding),
+``<name>_aliases`` (names merged into an entity), ``<name>_relations``,
+``<name>_relation_memories`` (which memory each relation came from),
+``<name>_entity_memories`` (the memories an add named the entity in) and
+``<name>_alias_memories`` (the memories whose adds used an alias). An open
 relation is unique on (scope, source, type, target): a partial unique index,
 so a mention is one ``INSERT ... ON CONFLICT DO UPDATE`` on both engines.
 Neighbourhoods are recursive CTEs over the open relations, both directions;
@@ -101,6 +103,8 @@ class SQLGraph:
         self.r = f'"{name}_relations"'
         self.m = f'"{name}_relation_memories"'
         self.a = f'"{name}_aliases"'
+        self.em = f'"{name}_entity_memories"'
+        self.am = f'"{name}_alias_memories"'
         self._name = name
 
     def schema(self) -> Op[None]:
@@ -137,9 +141,22 @@ class SQLGraph:
             f" entity_id TEXT NOT NULL REFERENCES {self.e} (id) ON DELETE CASCADE,"
             " PRIMARY KEY (scope, norm))", {})
         yield Query(f'CREATE INDEX IF NOT EXISTS "{n}_aliases_entity" ON {self.a} (entity_id)', {})
+        yield Query(
+            f"CREATE TABLE IF NOT EXISTS {self.em} ("
+            f" entity_id TEXT NOT NULL REFERENCES {self.e} (id) ON DELETE CASCADE,"
+            " memory_id TEXT NOT NULL, PRIMARY KEY (entity_id, memory_id))", {})
+        yield Query(f'CREATE INDEX IF NOT EXISTS "{n}_entity_memories_memory" ON {self.em}'
+                    " (memory_id)", {})
+        yield Query(
+            f"CREATE TABLE IF NOT EXISTS {self.am} (scope TEXT NOT NULL, norm TEXT NOT NULL,"
+            " memory_id TEXT NOT NULL, PRIMARY KEY (scope, norm, memory_id),"
+            f" FOREIGN KEY (scope, norm) REFERENCES {self.a} (scope, norm) ON DELETE CASCADE)",
+            {})
+        yield Query(f'CREATE INDEX IF NOT EXISTS "{n}_alias_memories_memory" ON {self.am}'
+                    " (memory_id)", {})
 
     def reset(self) -> Op[None]:
-        for table in (self.m, self.a, self.r, self.e):
+        for table in (self.am, self.em, self.m, self.a, self.r, self.e):
             yield Query(f"DELETE FROM {table}", {})
 
     # -- writes --------------------------------------------------------------
@@ -147,7 +164,7 @@ class SQLGraph:
                         now: str) -> Op[list[Entity]]:
         rows = {row.id: row for row in entity_rows(scope, entities)}
         yield from self._write_entities(scope, list(rows.values()), now, update=True)
-        return (yield from self._entities_by_id(scope, list(rows)))
+        return (yield from self.entities_by_id(scope, list(rows)))
 
     def _write_entities(self, scope: GraphScope, rows: Sequence[EntityRow], now: str,
                         *, update: bool) -> Op[None]:
@@ -210,7 +227,7 @@ class SQLGraph:
 
     def delete_entities(self, scope: GraphScope, names: Sequence[str]) -> Op[list[Entity]]:
         ids = [entity_id(scope, check_name(n)) for n in names]
-        found = yield from self._entities_by_id(scope, ids)
+        found = yield from self.entities_by_id(scope, ids)
         if found:
             listed = {"ids": self.dialect.listed([e.id for e in found]), "scope": scope.key}
             yield Query(
@@ -225,24 +242,43 @@ class SQLGraph:
 
     def forget_memories(self, memory_ids: Sequence[str]) -> Op[list[str]]:
         member, listed = self.dialect.member, self.dialect.listed
+        ids = {"ids": listed(memory_ids)}
         rows = yield Query(f"SELECT DISTINCT relation_id FROM {self.m} WHERE"
-                           f" {member('memory_id', 'ids')}", {"ids": listed(memory_ids)})
-        if not rows:
+                           f" {member('memory_id', 'ids')}", ids)
+        named = yield Query(f"SELECT DISTINCT entity_id FROM {self.em} WHERE"
+                            f" {member('memory_id', 'ids')}", ids)
+        yield from self._forget_aliases(memory_ids)
+        if not rows and not named:
             return []
-        yield Query(f"DELETE FROM {self.m} WHERE {member('memory_id', 'ids')}",
-                    {"ids": listed(memory_ids)})
-        doomed = yield Query(
+        yield Query(f"DELETE FROM {self.m} WHERE {member('memory_id', 'ids')}", ids)
+        yield Query(f"DELETE FROM {self.em} WHERE {member('memory_id', 'ids')}", ids)
+        doomed = (yield Query(
             f"DELETE FROM {self.r} WHERE {member('id', 'ids')} AND NOT EXISTS (SELECT 1 FROM"
             f" {self.m} WHERE relation_id = {self.r}.id) RETURNING id, source_id, target_id",
-            {"ids": listed([row[0] for row in rows])})
-        ends = sorted({end for row in doomed for end in row[1:]})
+            {"ids": listed([row[0] for row in rows])})) if rows else []
+        ends = sorted({end for row in doomed for end in row[1:]} | {row[0] for row in named})
         lonely = yield Query(
             f"SELECT id FROM {self.e} e WHERE {member('e.id', 'ids')} AND NOT EXISTS (SELECT 1"
-            f" FROM {self.r} WHERE source_id = e.id OR target_id = e.id)", {"ids": listed(ends)})
+            f" FROM {self.r} WHERE source_id = e.id OR target_id = e.id) AND NOT EXISTS"
+            f" (SELECT 1 FROM {self.em} WHERE entity_id = e.id)", {"ids": listed(ends)})
         gone = {"ids": listed([row[0] for row in lonely])}
         yield Query(f"DELETE FROM {self.a} WHERE {member('entity_id', 'ids')}", gone)
         yield Query(f"DELETE FROM {self.e} WHERE {member('id', 'ids')}", gone)
         return [row[0] for row in doomed] + [row[0] for row in lonely]
+
+    def _forget_aliases(self, memory_ids: Sequence[str]) -> Op[None]:
+        """The aliases only these memories' adds used go (those from before memkit recorded
+        who used an alias stay)."""
+        ids = {"ids": self.dialect.listed(memory_ids)}
+        used = yield Query(f"SELECT DISTINCT scope, norm FROM {self.am} WHERE"
+                           f" {self.dialect.member('memory_id', 'ids')}", ids)
+        if not used:
+            return
+        yield Query(f"DELETE FROM {self.am} WHERE {self.dialect.member('memory_id', 'ids')}",
+                    ids)
+        yield Query(f"DELETE FROM {self.a} WHERE scope = :scope AND norm = :norm AND NOT EXISTS"
+                    f" (SELECT 1 FROM {self.am} u WHERE u.scope = :scope AND u.norm = :norm)",
+                    {}, [{"scope": scope, "norm": norm} for scope, norm in used])
 
     def forget_scope(self, scope: Mapping[str, str]) -> Op[None]:
         fields, params = scope_fields(scope)
@@ -250,15 +286,18 @@ class SQLGraph:
             f"{f} = :{f}" for f in fields)
         yield Query(f"DELETE FROM {self.m} WHERE relation_id IN (SELECT id FROM {self.r}"
                     f" WHERE source_id IN ({entities}))", params)
+        yield Query(f"DELETE FROM {self.em} WHERE entity_id IN ({entities})", params)
+        yield Query(f"DELETE FROM {self.am} WHERE scope IN (SELECT scope FROM {self.e} WHERE "
+                    + " AND ".join(f"{f} = :{f}" for f in fields) + ")", params)
         yield Query(f"DELETE FROM {self.r} WHERE source_id IN ({entities})"
                     f" OR target_id IN ({entities})", params)
         yield Query(f"DELETE FROM {self.a} WHERE entity_id IN ({entities})", params)
         yield Query(f"DELETE FROM {self.e} WHERE id IN ({entities})", params)
 
     def resolve(self, scope: GraphScope, names: Sequence[str],
-                vectors: Sequence[Sequence[float]] | None,
-                threshold: float) -> Op[dict[str, str]]:
-        return (yield from resolve_names(self, scope, names, vectors, threshold))
+                vectors: Sequence[Sequence[float]] | None, threshold: float,
+                memory_ids: Sequence[str] = ()) -> Op[dict[str, str]]:
+        return (yield from resolve_names(self, scope, names, vectors, threshold, memory_ids))
 
     def names_by_id(self, scope: GraphScope, ids: Sequence[str]) -> Op[dict[str, str]]:
         rows = yield Query(f"SELECT id, name FROM {self.e} WHERE scope = :scope AND"
@@ -283,6 +322,32 @@ class SQLGraph:
                     " :entity_id) ON CONFLICT DO NOTHING", {},
                     [{"scope": scope.key, "norm": norm, "entity_id": id} for norm, id in aliases])
 
+    def support_aliases(self, scope: GraphScope, norms: Sequence[str],
+                        memory_ids: Sequence[str]) -> Op[None]:
+        rows = [{"scope": scope.key, "norm": norm, "memory_id": m}
+                for norm in norms for m in memory_ids]
+        if rows:
+            yield Query(f"INSERT INTO {self.am} (scope, norm, memory_id) SELECT :scope, :norm,"
+                        f" :memory_id WHERE EXISTS (SELECT 1 FROM {self.a} WHERE scope = :scope"
+                        " AND norm = :norm) ON CONFLICT DO NOTHING", {}, rows)
+
+    def link_memories(self, scope: GraphScope, names: Sequence[str], memory_ids: Sequence[str],
+                      now: str) -> Op[list[Entity]]:
+        rows = entity_rows(scope, [NewEntity(n) for n in names])
+        yield from self._write_entities(scope, rows, now, update=False)
+        links = [{"entity_id": r.id, "memory_id": m} for r in rows for m in memory_ids]
+        if links:
+            yield Query(f"INSERT INTO {self.em} (entity_id, memory_id) VALUES (:entity_id,"
+                        " :memory_id) ON CONFLICT DO NOTHING", {}, links)
+        return (yield from self.entities_by_id(scope, [r.id for r in rows]))
+
+    def memory_ids_of(self, scope: GraphScope, ids: Sequence[str]) -> Op[list[str]]:
+        rows = yield Query(
+            f"SELECT DISTINCT l.memory_id FROM {self.em} l JOIN {self.e} e ON e.id = l.entity_id"
+            f" WHERE e.scope = :scope AND {self.dialect.member('l.entity_id', 'ids')}",
+            {"scope": scope.key, "ids": self.dialect.listed(ids)})
+        return sorted(row[0] for row in rows)
+
     def set_vectors(self, scope: GraphScope, names: Sequence[str],
                     vectors: Sequence[Sequence[float]]) -> Op[None]:
         rows = [{"scope": scope.key, "id": entity_id(scope, check_name(name)),
@@ -301,6 +366,17 @@ class SQLGraph:
                     f" FROM {self.m} WHERE memory_id = :old AND {in_scope}"
                     " ON CONFLICT DO NOTHING", {}, params)
         yield Query(f"DELETE FROM {self.m} WHERE memory_id = :old AND {in_scope}", {}, params)
+        of_scope = f"entity_id IN (SELECT id FROM {self.e} WHERE scope = :scope)"
+        yield Query(f"INSERT INTO {self.em} (entity_id, memory_id) SELECT entity_id, :new"
+                    f" FROM {self.em} WHERE memory_id = :old AND {of_scope}"
+                    " ON CONFLICT DO NOTHING", {}, params)
+        yield Query(f"DELETE FROM {self.em} WHERE memory_id = :old AND {of_scope}", {}, params)
+        yield Query(f"INSERT INTO {self.am} (scope, norm, memory_id) SELECT scope, norm, :new"
+                    f" FROM {self.am} WHERE memory_id = :old AND scope = :scope"
+                    " ON CONFLICT DO NOTHING", {}, params)
+        yield Query(f"DELETE FROM {self.am} WHERE memory_id = :old AND scope = :scope", {},
+                    params)
+
     def embedded_names(self) -> Op[list[tuple[str, str]]]:
         rows = yield Query(f"SELECT id, name FROM {self.e} WHERE embedding IS NOT NULL"
                            " ORDER BY id", {})
@@ -336,7 +412,8 @@ class SQLGraph:
             " LIMIT :k", params)
         return [_entity(row) for row in rows]
 
-    def _entities_by_id(self, scope: GraphScope, ids: Sequence[str]) -> Op[list[Entity]]:
+    def entities_by_id(self, scope: GraphScope, ids: Sequence[str]) -> Op[list[Entity]]:
+        """The scope's entities among ``ids``, by normalised name."""
         if not ids:
             return []
         rows = yield Query(
@@ -399,7 +476,7 @@ class SQLGraph:
             ") SELECT DISTINCT id FROM walk",
             {"scope": scope.key, "ids": self.dialect.listed(seeds), "depth": depth})
         ids = [row[0] for row in rows]
-        entities = yield from self._entities_by_id(scope, ids)
+        entities = yield from self.entities_by_id(scope, ids)
         listed = {"ids": self.dialect.listed(ids)}
         relations = yield from self._relations_where(
             scope, f"r.valid_to IS NULL AND {member('r.source_id', 'ids')}"

@@ -15,6 +15,12 @@ Identity beyond spelling: :meth:`GraphStore.resolve` maps a name to the entity
 it means: the same normalised name, a name merged into it before (an alias),
 or, given the name's embedding, the entity whose name embedding is nearest
 when the cosine reaches the threshold (then the name is recorded as an alias).
+An add's resolution records which memories used each alias, so forgetting the
+last of them forgets the alias too.
+
+An entity is linked to the memories whose relations touch it, and to those
+whose adds named it (``add(..., entities=[...])``, :meth:`GraphStore.link_memories`);
+:meth:`GraphStore.memory_ids_of` lists the latter.
 Name embeddings are kept with the entities (float16, in the graph's own
 tables or node properties), never in an engine's vector index.
 
@@ -258,8 +264,14 @@ class GraphOps(Protocol):
     def forget_memories(self, memory_ids: Sequence[str]) -> Generator[Any, Any, list[str]]: ...
     def forget_scope(self, scope: Mapping[str, str]) -> Generator[Any, Any, None]: ...
     def resolve(self, scope: GraphScope, names: Sequence[str],
-                vectors: Sequence[Sequence[float]] | None,
-                threshold: float) -> Generator[Any, Any, dict[str, str]]: ...
+                vectors: Sequence[Sequence[float]] | None, threshold: float,
+                memory_ids: Sequence[str] = ()) -> Generator[Any, Any, dict[str, str]]: ...
+    def entities_by_id(self, scope: GraphScope,
+                       ids: Sequence[str]) -> Generator[Any, Any, list[Entity]]: ...
+    def link_memories(self, scope: GraphScope, names: Sequence[str], memory_ids: Sequence[str],
+                      now: str) -> Generator[Any, Any, list[Entity]]: ...
+    def memory_ids_of(self, scope: GraphScope,
+                      ids: Sequence[str]) -> Generator[Any, Any, list[str]]: ...
     def set_vectors(self, scope: GraphScope, names: Sequence[str],
                     vectors: Sequence[Sequence[float]]) -> Generator[Any, Any, None]: ...
     def repoint(self, scope: GraphScope,
@@ -305,19 +317,24 @@ class NameLookups(Protocol):
     def embedded(self, scope: GraphScope) -> Generator[Any, Any, list[tuple[str, str, str]]]: ...
     def add_aliases(self, scope: GraphScope,
                     aliases: Sequence[tuple[str, str]]) -> Generator[Any, Any, None]: ...
+    def support_aliases(self, scope: GraphScope, norms: Sequence[str],
+                        memory_ids: Sequence[str]) -> Generator[Any, Any, None]: ...
 
 
 def resolve_names(engine: NameLookups, scope: GraphScope, names: Sequence[str],
-                  vectors: Sequence[Sequence[float]] | None,
-                  threshold: float) -> Generator[Any, Any, dict[str, str]]:
-    """:meth:`GraphStore.resolve`, once for every engine: by id, then alias, then embedding."""
+                  vectors: Sequence[Sequence[float]] | None, threshold: float,
+                  memory_ids: Sequence[str] = ()) -> Generator[Any, Any, dict[str, str]]:
+    """:meth:`GraphStore.resolve`, once for every engine: by id, then alias, then embedding.
+    The aliases used are recorded as used by ``memory_ids``."""
     ids = {name: entity_id(scope, check_name(name)) for name in names}
     by_id = yield from engine.names_by_id(scope, sorted(set(ids.values())))
     found = {name: by_id[i] for name, i in ids.items() if i in by_id}
     rest = {normalise(n): n for n in names if n not in found}
+    used: list[str] = []
     if rest:
         by_alias = yield from engine.names_by_alias(scope, sorted(rest))
         found.update({rest.pop(norm): name for norm, name in by_alias.items()})
+        used += sorted(by_alias)
     if rest and vectors is not None:
         vector_of = dict(zip(names, vectors, strict=True))
         rows = yield from engine.embedded(scope)
@@ -331,6 +348,9 @@ def resolve_names(engine: NameLookups, scope: GraphScope, names: Sequence[str],
                 aliases.append((norm, match))
         if aliases:
             yield from engine.add_aliases(scope, aliases)
+            used += [norm for norm, _ in aliases]
+    if used and memory_ids:
+        yield from engine.support_aliases(scope, used, memory_ids)
     return found
 
 
@@ -456,9 +476,10 @@ class GraphStore(ABC):
         return await self._arun(self.ops.delete_relations(scope, ids))
 
     def forget_memories(self, memory_ids: Sequence[str]) -> list[str]:
-        """Forget ``memory_ids`` in every scope: they leave the relations' memory ids; the
-        relations left with none are deleted, and so are their entities left with no
-        relation (and those entities' aliases). Returns the ids of what was deleted."""
+        """Forget ``memory_ids`` in every scope: they leave the relations' memory ids and the
+        entities' links; the relations left with none are deleted, and so are the entities
+        left with no relation and no linked memory (and those entities' aliases), and the
+        aliases only these memories' adds used. Returns the ids of what was deleted."""
         return self._run(self.ops.forget_memories(memory_ids))
 
     async def aforget_memories(self, memory_ids: Sequence[str]) -> list[str]:
@@ -481,16 +502,42 @@ class GraphStore(ABC):
 
     def resolve(self, scope: GraphScope, names: Sequence[str],
                 vectors: Sequence[Sequence[float]] | None = None,
-                threshold: float = 1.0) -> dict[str, str]:
+                threshold: float = 1.0, memory_ids: Sequence[str] = ()) -> dict[str, str]:
         """The entity each name means, by name: the same normalised name, an alias, or (with
         ``vectors``, one per name) the nearest name embedding at cosine >= ``threshold``,
-        which records the name as an alias. Names that mean no entity are left out."""
-        return self._run(self.ops.resolve(scope, names, vectors, threshold))
+        which records the name as an alias. Names that mean no entity are left out. The
+        aliases used are recorded as used by ``memory_ids`` (forgetting the last of them
+        forgets the alias)."""
+        return self._run(self.ops.resolve(scope, names, vectors, threshold, memory_ids))
 
     async def aresolve(self, scope: GraphScope, names: Sequence[str],
                        vectors: Sequence[Sequence[float]] | None = None,
-                       threshold: float = 1.0) -> dict[str, str]:
-        return await self._arun(self.ops.resolve(scope, names, vectors, threshold))
+                       threshold: float = 1.0, memory_ids: Sequence[str] = ()) -> dict[str, str]:
+        return await self._arun(self.ops.resolve(scope, names, vectors, threshold, memory_ids))
+
+    def entities_by_id(self, scope: GraphScope, ids: Sequence[str]) -> list[Entity]:
+        """The scope's entities among ``ids``, by normalised name."""
+        return self._run(self.ops.entities_by_id(scope, ids))
+
+    async def aentities_by_id(self, scope: GraphScope, ids: Sequence[str]) -> list[Entity]:
+        return await self._arun(self.ops.entities_by_id(scope, ids))
+
+    def link_memories(self, scope: GraphScope, names: Sequence[str], memory_ids: Sequence[str],
+                      now: str) -> list[Entity]:
+        """Link the named entities (created, typed "unknown", when missing) to ``memory_ids``;
+        returns the entities."""
+        return self._run(self.ops.link_memories(scope, names, memory_ids, now))
+
+    async def alink_memories(self, scope: GraphScope, names: Sequence[str],
+                             memory_ids: Sequence[str], now: str) -> list[Entity]:
+        return await self._arun(self.ops.link_memories(scope, names, memory_ids, now))
+
+    def memory_ids_of(self, scope: GraphScope, ids: Sequence[str]) -> list[str]:
+        """The memories whose adds named the entities ``ids`` (``entities=``), sorted."""
+        return self._run(self.ops.memory_ids_of(scope, ids))
+
+    async def amemory_ids_of(self, scope: GraphScope, ids: Sequence[str]) -> list[str]:
+        return await self._arun(self.ops.memory_ids_of(scope, ids))
 
     def set_vectors(self, scope: GraphScope, names: Sequence[str],
                     vectors: Sequence[Sequence[float]]) -> None:

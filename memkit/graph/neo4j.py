@@ -9,7 +9,9 @@ parameters), so an operation interrupted half-way is finished by repeating it;
 no engine-specific procedure is used. Name embeddings (for merging "Alice"
 and "alice smith") are a node property (float16, base64) compared by memkit,
 not an engine vector index; names merged into an entity are in its
-``aliases`` list.
+``aliases`` list, and the memories whose adds used each one in ``alias_uses``
+(``"<alias>\n<memory id>"``: an alias never holds a line break). The memories
+an add named the entity in are its ``memory_ids``.
 
 Bolt writes are not part of the vector store's transaction: an add writes its
 memories first and its relations after that commit, as auto-commit
@@ -106,7 +108,7 @@ class CypherGraph:
                         now: str) -> Op[list[Entity]]:
         rows = {row.id: row for row in entity_rows(scope, entities)}
         yield from self._write_entities(scope, list(rows.values()), now, update=True)
-        return (yield from self._entities_by_id(scope, list(rows)))
+        return (yield from self.entities_by_id(scope, list(rows)))
 
     def _write_entities(self, scope: GraphScope, rows: Sequence[EntityRow], now: str,
                         *, update: bool) -> Op[None]:
@@ -161,7 +163,7 @@ class CypherGraph:
 
     def delete_entities(self, scope: GraphScope, names: Sequence[str]) -> Op[list[Entity]]:
         ids = [entity_id(scope, check_name(n)) for n in names]
-        found = yield from self._entities_by_id(scope, ids)
+        found = yield from self.entities_by_id(scope, ids)
         if found:
             yield from _each(f"UNWIND $ids AS id MATCH (e:{self.label} {{id: id}})"
                              " WHERE e.scope = $scope DETACH DELETE e", {"scope": scope.key}, "ids",
@@ -177,15 +179,43 @@ class CypherGraph:
                 " RETURN r.id AS id, size(r.memory_ids) AS left, s.id AS source, t.id AS target",
                 {}, "ids", list(memory_ids))):
             left[row["id"]] = (row["left"], row["source"], row["target"])
+        named = yield from _each(
+            f"MATCH (e:{self.label}) WHERE any(m IN coalesce(e.memory_ids, []) WHERE m IN $ids)"
+            " SET e.memory_ids = [m IN e.memory_ids WHERE NOT m IN $ids] RETURN e.id AS id",
+            {}, "ids", list(memory_ids))
+        yield from self._forget_aliases(memory_ids)
         doomed = sorted(id for id, (count, _, _) in left.items() if count == 0)
         yield from _each(f"MATCH (:{self.label})-[r:{_REL}]->(:{self.label})"
                          " WHERE r.id IN $ids DELETE r", {}, "ids", doomed)
-        ends = sorted({end for id in doomed for end in left[id][1:]})
+        ends = sorted({end for id in doomed for end in left[id][1:]}
+                      | {row["id"] for row in named})
         lonely = yield from _each(
             f"UNWIND $ids AS id MATCH (e:{self.label} {{id: id}})"
+            " WHERE size(coalesce(e.memory_ids, [])) = 0"
             f" OPTIONAL MATCH (e)-[x:{_REL}]-() WITH id, e, count(x) AS n WHERE n = 0"
             " DELETE e RETURN id", {}, "ids", ends)
         return doomed + [row["id"] for row in lonely]
+
+    def _forget_aliases(self, memory_ids: Sequence[str]) -> Op[None]:
+        """The aliases only these memories' adds used go (those from before memkit recorded
+        who used an alias stay)."""
+        gone = set(memory_ids)
+        rows = yield from _each(
+            f"MATCH (e:{self.label}) WHERE any(u IN coalesce(e.alias_uses, [])"
+            " WHERE any(m IN $ids WHERE u ENDS WITH ($nl + m)))"
+            " RETURN e.id AS id, e.aliases AS aliases, e.alias_uses AS uses",
+            {"nl": "\n"}, "ids", list(memory_ids))
+        changed = {}
+        for row in rows:
+            uses = [u.split("\n", 1) for u in row["uses"]]
+            kept = [(norm, m) for norm, m in uses if m not in gone]
+            dropped = {norm for norm, _ in uses} - {norm for norm, _ in kept}
+            changed[row["id"]] = {"id": row["id"], "uses": [f"{n}\n{m}" for n, m in kept],
+                                  "aliases": [a for a in row["aliases"] or [] if a not in dropped]}
+        yield from _each(
+            f"UNWIND $rows AS row MATCH (e:{self.label} {{id: row.id}})"
+            " SET e.alias_uses = row.uses, e.aliases = row.aliases", {}, "rows",
+            list(changed.values()))
 
     def forget_scope(self, scope: Mapping[str, str]) -> Op[None]:
         fields, params = scope_fields(scope)
@@ -194,11 +224,24 @@ class CypherGraph:
 
     def repoint(self, scope: GraphScope, moves: Sequence[tuple[str, str]]) -> Op[None]:
         for old, new in moves:  # one query per move: a relation may hold several of them
+            params = {"scope": scope.key, "old": old, "new": new}
             yield Cypher(
                 f"MATCH (:{self.label})-[r:{_REL}]->(:{self.label}) WHERE r.scope = $scope"
                 " AND $old IN r.memory_ids SET r.memory_ids = [m IN r.memory_ids WHERE m <> $old]"
-                " + CASE WHEN $new IN r.memory_ids THEN [] ELSE [$new] END",
-                {"scope": scope.key, "old": old, "new": new})
+                " + CASE WHEN $new IN r.memory_ids THEN [] ELSE [$new] END", params)
+            yield Cypher(
+                f"MATCH (e:{self.label}) WHERE e.scope = $scope AND $old IN"
+                " coalesce(e.memory_ids, []) SET e.memory_ids = [m IN e.memory_ids WHERE m <> $old]"
+                " + CASE WHEN $new IN e.memory_ids THEN [] ELSE [$new] END", params)
+            rows = yield Cypher(
+                f"MATCH (e:{self.label}) WHERE e.scope = $scope AND any(u IN"
+                " coalesce(e.alias_uses, []) WHERE u ENDS WITH ($nl + $old))"
+                " RETURN e.id AS id, e.alias_uses AS uses", {**params, "nl": "\n"})
+            for row in rows:
+                uses = [u.split("\n", 1) for u in row["uses"]]
+                moved = [f"{n}\n{new if m == old else m}" for n, m in uses]
+                yield Cypher(f"MATCH (e:{self.label} {{id: $id}}) SET e.alias_uses = $uses",
+                             {"id": row["id"], "uses": list(dict.fromkeys(moved))})
 
     def delete_relations(self, scope: GraphScope, ids: Sequence[str]) -> Op[int]:
         if not ids:
@@ -212,12 +255,12 @@ class CypherGraph:
         return len(found)
 
     def resolve(self, scope: GraphScope, names: Sequence[str],
-                vectors: Sequence[Sequence[float]] | None,
-                threshold: float) -> Op[dict[str, str]]:
-        return (yield from resolve_names(self, scope, names, vectors, threshold))
+                vectors: Sequence[Sequence[float]] | None, threshold: float,
+                memory_ids: Sequence[str] = ()) -> Op[dict[str, str]]:
+        return (yield from resolve_names(self, scope, names, vectors, threshold, memory_ids))
 
     def names_by_id(self, scope: GraphScope, ids: Sequence[str]) -> Op[dict[str, str]]:
-        return {e.id: e.name for e in (yield from self._entities_by_id(scope, ids))}
+        return {e.id: e.name for e in (yield from self.entities_by_id(scope, ids))}
 
     def names_by_alias(self, scope: GraphScope, norms: Sequence[str]) -> Op[dict[str, str]]:
         rows = yield from _each(
@@ -239,6 +282,32 @@ class CypherGraph:
             " e.scope = $scope SET e.aliases = CASE WHEN row.norm IN coalesce(e.aliases, [])"
             " THEN e.aliases ELSE coalesce(e.aliases, []) + [row.norm] END",
             {"scope": scope.key}, "rows", [{"id": id, "norm": norm} for norm, id in aliases])
+
+    def support_aliases(self, scope: GraphScope, norms: Sequence[str],
+                        memory_ids: Sequence[str]) -> Op[None]:
+        yield from _each(
+            f"UNWIND $rows AS row MATCH (e:{self.label}) WHERE e.scope = $scope"
+            " AND row.norm IN coalesce(e.aliases, []) SET e.alias_uses ="
+            " coalesce(e.alias_uses, []) + [u IN row.uses WHERE NOT u IN coalesce(e.alias_uses, [])]",
+            {"scope": scope.key}, "rows",
+            [{"norm": norm, "uses": [f"{norm}\n{m}" for m in memory_ids]} for norm in norms])
+
+    def link_memories(self, scope: GraphScope, names: Sequence[str], memory_ids: Sequence[str],
+                      now: str) -> Op[list[Entity]]:
+        rows = entity_rows(scope, [NewEntity(n) for n in names])
+        yield from self._write_entities(scope, rows, now, update=False)
+        yield from _each(
+            f"UNWIND $ids AS id MATCH (e:{self.label} {{id: id}}) WHERE e.scope = $scope"
+            " SET e.memory_ids = coalesce(e.memory_ids, []) + [m IN $memory_ids WHERE NOT m IN"
+            " coalesce(e.memory_ids, [])]", {"scope": scope.key, "memory_ids": list(memory_ids)},
+            "ids", [r.id for r in rows])
+        return (yield from self.entities_by_id(scope, [r.id for r in rows]))
+
+    def memory_ids_of(self, scope: GraphScope, ids: Sequence[str]) -> Op[list[str]]:
+        rows = yield from _each(
+            f"UNWIND $ids AS id MATCH (e:{self.label} {{id: id}}) WHERE e.scope = $scope"
+            " RETURN coalesce(e.memory_ids, []) AS memory_ids", {"scope": scope.key}, "ids", ids)
+        return sorted({m for row in rows for m in row["memory_ids"]})
 
     def set_vectors(self, scope: GraphScope, names: Sequence[str],
                     vectors: Sequence[Sequence[float]]) -> Op[None]:
@@ -264,7 +333,7 @@ class CypherGraph:
     def entities(self, scope: GraphScope, names: Sequence[str] | None, type: str | None,
                  limit: int) -> Op[list[Entity]]:
         if names is not None:
-            found = yield from self._entities_by_id(
+            found = yield from self.entities_by_id(
                 scope, [entity_id(scope, check_name(n)) for n in names])
             return [e for e in found if type is None or e.type == normalise(type)][:limit]
         where, params = "e.scope = $scope", {"scope": scope.key}
@@ -275,7 +344,8 @@ class CypherGraph:
                             f" ORDER BY e.norm, e.id LIMIT {int(limit)}", params)
         return [Entity(**row) for row in rows]
 
-    def _entities_by_id(self, scope: GraphScope, ids: Sequence[str]) -> Op[list[Entity]]:
+    def entities_by_id(self, scope: GraphScope, ids: Sequence[str]) -> Op[list[Entity]]:
+        """The scope's entities among ``ids``, by normalised name."""
         if not ids:
             return []
         rows = yield from _each(
@@ -325,7 +395,7 @@ class CypherGraph:
         scoped = {"scope": scope.key}
         # entities come back with the walk itself: every extra round trip costs a delayed
         # ACK on FalkorDB's Bolt endpoint (about 40 ms per answer over one segment)
-        found = yield from self._entities_by_id(scope, seeds)
+        found = yield from self.entities_by_id(scope, seeds)
         entities = {e.id: e for e in found}
         if depth and entities:
             reached = yield from _each(

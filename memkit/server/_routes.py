@@ -130,7 +130,7 @@ async def add_memories(body: AddBody, grant: Auth, mem: Mem, feed: Feed) -> AddR
                            on_error=body.on_error, expires_at=body.expires_at,
                            dry_run=body.dry_run, memory_type=body.memory_type,
                            importance=body.importance, confidence=body.confidence,
-                           surface=body.surface)
+                           surface=body.surface, entities=body.entities)
     if body.dry_run:
         return result
     feed.publish(ChangeEvent.of(_CHANGES[ev.event], ev.id, _item_scope(ev),

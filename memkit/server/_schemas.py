@@ -52,6 +52,9 @@ class AddBody(_Body):
                                      "confidence starts (default 1).")
     surface: Literal["startup"] | None = Field(
         None, description='"startup": shown in the startup briefing (GET /v1/startup/).')
+    entities: list[str] | None = Field(
+        None, max_length=100, description="Entities (names or ids) the memories are about: "
+        "linked to them in the graph, created when new (needs a graph store).")
 
 
 class ScopeBody(_Body):

@@ -17,8 +17,14 @@ from typing import Any
 
 import pytest
 
+from memkit import AsyncMemory, Memory
 from memkit.graph.base import GraphStore
+from memkit.history.base import HistoryStore
+from memkit.stores.base import VectorStore
+from memkit.stores.sqlite import SQLiteStore
+from memkit.testing import HashEmbedder, ScriptedLLM
 from tests.conftest import engine_address, unique_name
+from tests.pipeline.conftest import Shell
 
 
 class Graph:
@@ -126,3 +132,64 @@ def graph(graph_name: str, mode: str, tmp_path: Any, graph_loop: asyncio.Abstrac
         graph_loop.run_until_complete(store.aclose())
     else:
         store.close()
+
+
+#: where the graph lives: in the sqlite store's file and transactions; in pgvector's database
+#: and transactions; on the Bolt server, written after the memories' transaction commits
+KINDS = ["sqlite-store", "pgvector-postgres", "bolt"]
+JOINED = {"sqlite-store", "pgvector-postgres"}
+
+
+@pytest.fixture(params=KINDS)
+def graph_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _stores(kind: str, tmp_path: Any, index: int,
+            drivers: tuple[Any, Any]) -> tuple[VectorStore, HistoryStore, GraphStore]:
+    if kind == "pgvector-postgres":
+        from memkit.graph.postgres import PostgresGraph
+        from memkit.history.postgres import PostgresHistory
+        from memkit.stores.pgvector import PgVectorStore
+
+        dsn = engine_address("MEMKIT_TEST_PG_DSN")
+        name = unique_name(f"g{index}")
+        return (PgVectorStore(dsn, collection_name=name), PostgresHistory(dsn, table=f"{name}_h"),
+                PostgresGraph(dsn, graph_name=name))
+    store = SQLiteStore(str(tmp_path / f"memkit{index}.db"))
+    if kind == "sqlite-store":
+        return store, store.history(), store.graph()
+    from memkit.graph.neo4j import Neo4jGraph
+
+    url = engine_address("MEMKIT_TEST_BOLT_URL")  # one label per memory of the test
+    return store, store.history(), Neo4jGraph(url, label=unique_name(f"L{index}"), indexes=False,
+                                              driver=drivers[0], async_driver=drivers[1])
+
+
+@pytest.fixture
+def make(graph_kind: str, mode: str, tmp_path: Any, graph_loop: asyncio.AbstractEventLoop,
+         bolt_drivers: tuple[Any, Any]) -> Iterator[Any]:
+    made: list[Shell] = []
+
+    def build(llm: ScriptedLLM, graph: bool = True, threshold: float = 0.85) -> Shell:
+        store, history, graph_store = _stores(graph_kind, tmp_path, len(made), bolt_drivers)
+        cls = Memory if mode == "sync" else AsyncMemory
+        memory = cls({"graph_store": {"entity_threshold": threshold}} if graph else None,
+                     llm=llm, embedder=HashEmbedder(), vector_store=store, history=history,
+                     graph_store=graph_store if graph else None)
+        shell = Shell(memory, graph_loop)
+        made.append(shell)
+        return shell
+
+    yield build
+    for shell in made:
+        if shell.memory.graph_store is not None:
+            store = shell.memory.graph_store
+            if shell.is_async:
+                graph_loop.run_until_complete(store.areset())
+            else:
+                store.reset()
+        if shell.is_async:
+            graph_loop.run_until_complete(shell.memory.aclose())  # type: ignore[union-attr]
+        else:
+            shell.memory.close()  # type: ignore[union-attr]

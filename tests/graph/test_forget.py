@@ -39,6 +39,9 @@ CONVERSATIONS: dict[str, dict[str, Any]] = {
     "I work at Zembla": {"facts": ["Alice works at Zembla Labs"], "relations": [
         {"source": "Alice", "source_type": "person", "relation": "works at",
          "target": "Zembla Labs", "target_type": "organization"}]},
+    "I call her Alice Vexmoor": {"facts": ["Alice Vexmoor paints murals"], "relations": [
+        {"source": "Alice Vexmoor", "source_type": "person", "relation": "paints",
+         "target": "Murals", "target_type": "thing"}]},
     "I like bobsleds": {"facts": ["Bob likes his Bobsled"], "relations": [
         {"source": "Bob", "source_type": "person", "relation": "likes",
          "target": "Bobsled", "target_type": "thing"}]},
@@ -192,7 +195,8 @@ def parts(store_name: str, graph_name: str, tmp_path_factory: pytest.TempPathFac
 def memory(request: pytest.FixtureRequest, parts: Parts,
            graph_loop: asyncio.AbstractEventLoop) -> Iterator[Shell]:
     cls = Memory if request.param == "sync" else AsyncMemory
-    config = {"lifecycle": {"search_log": True, "search_log_text": True}}
+    config = {"lifecycle": {"search_log": True, "search_log_text": True},
+              "graph_store": {"entity_threshold": 0.7}}  # "Alice Vexmoor" is Alice
     shell = Shell(cls(config, llm=FunctionLLM(_answer), embedder=HashEmbedder(),
                       vector_store=parts.store, history=parts.history, graph_store=parts.graph),
                   graph_loop)
@@ -259,3 +263,17 @@ def test_reset_leaves_nothing_also_after_reopening(memory: Shell, parts: Parts,
     assert {name: found for name, found in left.items() if found} == {}
     assert memory.get_entities(user_id="alice") == []
     assert memory.search_log(user_id="bob") == []
+
+
+def test_a_hard_delete_forgets_the_alias_its_memory_brought(memory: Shell, parts: Parts) -> None:
+    """The entity stays (another memory supports it); the spelling only the deleted memory
+    used goes, from every table and from the raw bytes."""
+    memory.add("I work at Zembla", user_id="alice")
+    [aliased] = memory.add("I call her Alice Vexmoor", user_id="alice").results
+    assert memory.get_entity("alice vexmoor", user_id="alice").name == "Alice"
+    assert "vexmoo" in parts.dumps()["graph"]
+    memory.delete(aliased.id, hard=True)
+    assert {name for name, text in parts.dumps().items() if "vexmoo" in text} == set()
+    assert memory.get_entity("alice vexmoor", user_id="alice") is None
+    assert [r.target for r in memory.get_entity_graph("Alice", user_id="alice").relations] == [
+        "Zembla Labs"]

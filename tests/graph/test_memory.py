@@ -3,20 +3,14 @@ facts, relations closed only by decisions, hostile output contained, scope-check
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from memkit import AsyncMemory, ConfigError, Memory, ScopeError
-from memkit.graph.base import GraphError, GraphScope, GraphStore
-from memkit.history.base import HistoryStore
-from memkit.stores.base import VectorStore
-from memkit.stores.sqlite import SQLiteStore
+from memkit import ConfigError, ScopeError
+from memkit.graph.base import GraphError, GraphScope
 from memkit.testing import HashEmbedder, ScriptedLLM
-from tests.conftest import engine_address, unique_name
-from tests.pipeline.conftest import Shell
+from tests.graph.conftest import JOINED
 
 
 def rel(source: str, relation: str, target: str, source_type: str = "person",
@@ -31,67 +25,6 @@ def extraction(facts: list[str], relations: list[Any]) -> dict[str, Any]:
 
 def triples(items: Any) -> list[tuple[str, str, str]]:
     return sorted((r.source, r.relation, r.target) for r in items)
-
-
-#: where the graph lives: in the sqlite store's file and transactions; in pgvector's database
-#: and transactions; on the Bolt server, written after the memories' transaction commits
-KINDS = ["sqlite-store", "pgvector-postgres", "bolt"]
-JOINED = {"sqlite-store", "pgvector-postgres"}
-
-
-@pytest.fixture(params=KINDS)
-def graph_kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-def _stores(kind: str, tmp_path: Any, index: int,
-            drivers: tuple[Any, Any]) -> tuple[VectorStore, HistoryStore, GraphStore]:
-    if kind == "pgvector-postgres":
-        from memkit.graph.postgres import PostgresGraph
-        from memkit.history.postgres import PostgresHistory
-        from memkit.stores.pgvector import PgVectorStore
-
-        dsn = engine_address("MEMKIT_TEST_PG_DSN")
-        name = unique_name(f"g{index}")
-        return (PgVectorStore(dsn, collection_name=name), PostgresHistory(dsn, table=f"{name}_h"),
-                PostgresGraph(dsn, graph_name=name))
-    store = SQLiteStore(str(tmp_path / f"memkit{index}.db"))
-    if kind == "sqlite-store":
-        return store, store.history(), store.graph()
-    from memkit.graph.neo4j import Neo4jGraph
-
-    url = engine_address("MEMKIT_TEST_BOLT_URL")  # one label per memory of the test
-    return store, store.history(), Neo4jGraph(url, label=unique_name(f"L{index}"), indexes=False,
-                                              driver=drivers[0], async_driver=drivers[1])
-
-
-@pytest.fixture
-def make(graph_kind: str, mode: str, tmp_path: Any, graph_loop: asyncio.AbstractEventLoop,
-         bolt_drivers: tuple[Any, Any]) -> Iterator[Any]:
-    made: list[Shell] = []
-
-    def build(llm: ScriptedLLM, graph: bool = True, threshold: float = 0.85) -> Shell:
-        store, history, graph_store = _stores(graph_kind, tmp_path, len(made), bolt_drivers)
-        cls = Memory if mode == "sync" else AsyncMemory
-        memory = cls({"graph_store": {"entity_threshold": threshold}} if graph else None,
-                     llm=llm, embedder=HashEmbedder(), vector_store=store, history=history,
-                     graph_store=graph_store if graph else None)
-        shell = Shell(memory, graph_loop)
-        made.append(shell)
-        return shell
-
-    yield build
-    for shell in made:
-        if shell.memory.graph_store is not None:
-            store = shell.memory.graph_store
-            if shell.is_async:
-                graph_loop.run_until_complete(store.areset())
-            else:
-                store.reset()
-        if shell.is_async:
-            graph_loop.run_until_complete(shell.memory.aclose())  # type: ignore[union-attr]
-        else:
-            shell.memory.close()  # type: ignore[union-attr]
 
 
 def test_seed001_case33_add_with_graph_extracts_entities_and_relations(make: Any) -> None:
@@ -384,14 +317,18 @@ def test_graph_search_without_a_graph_store_raises(make: Any) -> None:
         m.search("Alice", user_id="u", graph=True)
 
 
+#: two adds: "Alice works at Acme", then "alice smith" (cosine 0.71 to "Alice") lives in Berlin
+MERGING = [
+    extraction(["Alice works at Acme"], [rel("Alice", "works at", "Acme")]),
+    extraction(["Alice Smith lives in Berlin"],
+               [rel("alice smith", "lives in", "Berlin", target_type="city")]),
+    {"memory": [{"event": "ADD", "id": None, "text": "Alice Smith lives in Berlin",
+                 "old_memory": None}]},
+]
+
+
 def test_a_name_merges_into_a_known_entity_above_the_threshold(make: Any) -> None:
-    answers = [
-        extraction(["Alice works at Acme"], [rel("Alice", "works at", "Acme")]),
-        extraction(["Alice Smith lives in Berlin"],
-                   [rel("alice smith", "lives in", "Berlin", target_type="city")]),
-        {"memory": [{"event": "ADD", "id": None, "text": "Alice Smith lives in Berlin",
-                     "old_memory": None}]},
-    ]
+    answers = MERGING
     merged = make(ScriptedLLM(list(answers)), threshold=0.7)  # bag-of-words cosine 0.71
     merged.add("Alice works at Acme", user_id="u")
     assert triples(merged.add("Alice Smith lives in Berlin", user_id="u").relations) == [

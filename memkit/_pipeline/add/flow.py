@@ -24,12 +24,14 @@ from memkit._pipeline.add.parsing import (
     parse_fact_items,
 )
 from memkit._pipeline.effects import Complete, Embed, Flow, Search, ask
+from memkit._pipeline.features.entities import named_entities
 from memkit._pipeline.features.graph import (
     GraphOutcome,
     GraphPlan,
     GraphSettings,
     apply_with_graph,
     embed_names,
+    entity_model,
     plan_graph,
     relation_model,
 )
@@ -66,6 +68,20 @@ class AddRequest:
     lifecycle: dict[str, Any] = field(default_factory=dict)
     #: with a graph store: relations come with the facts and are written with the memories
     graph: GraphSettings | None = None
+    #: the entities (names or ids) the memories are about (``entities=``; needs ``graph``)
+    entities: tuple[str, ...] = ()
+
+    @property
+    def graph_scope(self) -> GraphScope:
+        return GraphScope(self.scope.user_id, self.scope.agent_id, self.scope.run_id)
+
+
+def _named(req: AddRequest) -> Flow[GraphPlan | None]:
+    """The graph plan of the entities the caller named (checked before anything is spent)."""
+    if not req.entities or req.graph is None:
+        return None
+    names = yield from named_entities(req.graph_scope, req.entities)
+    return GraphPlan(req.graph_scope, req.timestamp, req.graph, named=names)
 
 
 @dataclass(slots=True)
@@ -118,8 +134,9 @@ class _Plan:
 
 
 def add_flow(req: AddRequest) -> Flow[AddResult]:
+    named = yield from _named(req)
     if not req.infer:
-        return (yield from _add_verbatim(req))
+        return (yield from _add_verbatim(req, named))
     usage = Usage()
     errors: list[OperationError] = []
     conversation = [m for m in req.messages if m["role"] != "system" and m["content"].strip()]
@@ -135,8 +152,8 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
         extracted, usage = yield from _ask(req, extraction, parse_extraction, usage, errors,
                                            "extraction")
         items, triples = extracted or ([], [])
-        scope = GraphScope(req.scope.user_id, req.scope.agent_id, req.scope.run_id)
-        graph = plan_graph(scope, req.timestamp, req.graph, triples, errors)
+        graph = plan_graph(req.graph_scope, req.timestamp, req.graph, triples, errors)
+        graph.named = [] if named is None else named.named
     else:
         extraction = LLMRequest(prompts.extraction_messages(conversation, today, custom),
                                 prompts.FACTS_SCHEMA, "facts", "extraction")
@@ -206,7 +223,8 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
     results, outcome = yield from _apply(plan, graph)
     return AddResult(results=results, usage=usage, errors=[*errors, *outcome.errors],
                      relations=[relation_model(r) for r in outcome.added],
-                     closed_relations=[relation_model(r) for r in outcome.closed])
+                     closed_relations=[relation_model(r) for r in outcome.closed],
+                     entities=[entity_model(e) for e in outcome.created])
 
 
 def _kinds(facts: list[Fact], errors: list[OperationError]) -> dict[str, dict[str, Any]]:
@@ -438,8 +456,9 @@ def _apply(plan: _Plan, graph: GraphPlan | None = None,
     return events, outcome
 
 
-def _add_verbatim(req: AddRequest) -> Flow[AddResult]:
-    """``infer=False``: every non-system message becomes a memory as it is."""
+def _add_verbatim(req: AddRequest, graph: GraphPlan | None) -> Flow[AddResult]:
+    """``infer=False``: every non-system message becomes a memory as it is (linked to the
+    entities the caller named, with ``graph``)."""
     plan = _Plan(req, WriteBatch(dedup_scope=req.scope.filter(), valid_at=req.timestamp))
     kept = [m for m in req.messages if m["role"] != "system" and m["content"].strip()]
     if not kept:
@@ -461,5 +480,8 @@ def _add_verbatim(req: AddRequest) -> Flow[AddResult]:
         if "name" in message:
             metadata["name"] = message["name"]
         plan.add(message["content"], vector, metadata, message["role"], message.get("name"))
-    results, _ = yield from _apply(plan)
-    return AddResult(results=results, errors=plan.errors)
+    if not req.dry_run:
+        yield from embed_names(graph)
+    results, outcome = yield from _apply(plan, graph)
+    return AddResult(results=results, errors=[*plan.errors, *outcome.errors],
+                     entities=[entity_model(e) for e in outcome.created])

@@ -12,7 +12,9 @@ A relation is closed (``valid_to`` set, kept) only by an explicit decision:
 an UPDATE of a memory closes the relations it supported that share source and
 type with a relation this add states (the new target replaces the old); a
 DELETE closes the relations that only deleted memories supported. Similarity
-alone never closes anything. Relations opened and closed, and entities and
+alone never closes anything. The entities an add names (``entities=``) are
+resolved with the extracted names and linked to the memories it wrote.
+Relations opened and closed, and entities and
 relations deleted, are history events (``RELATION_ADD``, ``RELATION_CLOSE``,
 ``RELATION_DELETE``, ``ENTITY_DELETE``) under the relation's or entity's id.
 """
@@ -41,10 +43,12 @@ from memkit._pipeline.effects import (
     DeleteEntities,
     DeleteRelations,
     Embed,
+    EntityMemoryIds,
     FindEntities,
     FindRelations,
     Flow,
     Get,
+    LinkMemories,
     Neighbourhood,
     ResolveNames,
     SetNameVectors,
@@ -96,10 +100,17 @@ class GraphPlan:
     entities: list[NewEntity] = field(default_factory=list)
     relations: list[NewRelation] = field(default_factory=list)
     vectors: dict[str, list[float]] = field(default_factory=dict)
+    #: the entities the caller named (``add(..., entities=)``), linked to what the add writes
+    named: list[str] = field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
-        return list(dict.fromkeys(n for r in self.relations for n in (r.source, r.target)))
+        return list(dict.fromkeys([*(n for r in self.relations for n in (r.source, r.target)),
+                                   *self.named]))
+
+    @property
+    def empty(self) -> bool:
+        return not (self.relations or self.named)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +118,8 @@ class GraphOutcome:
     added: list[Relation] = field(default_factory=list)
     closed: list[Relation] = field(default_factory=list)
     errors: list[OperationError] = field(default_factory=list)
+    #: the entities the add created
+    created: list[Entity] = field(default_factory=list)
 
 
 def plan_graph(scope: GraphScope, now: str, settings: GraphSettings,
@@ -140,7 +153,7 @@ def plan_graph(scope: GraphScope, now: str, settings: GraphSettings,
 
 def embed_names(plan: GraphPlan | None) -> Flow[None]:
     """The name embeddings entity resolution compares (one embedding call)."""
-    if plan is None or not plan.relations:
+    if plan is None or plan.empty:
         return
     names = plan.names
     rows = yield from ask(Embed(tuple(names)))
@@ -151,7 +164,7 @@ def apply_with_graph(batch: WriteBatch, plan: GraphPlan | None, events: Sequence
                      ) -> Flow[tuple[Applied, GraphOutcome]]:
     """The batch, and the graph writes in its transaction (or right after it)."""
     empty = not (batch.adds or batch.updates or batch.deletes or batch.history or batch.versions)
-    if plan is None or not plan.relations:
+    if plan is None or plan.empty:
         applied = Applied() if empty else (yield from ask(transaction(batch)))
         return applied, GraphOutcome()
     key = transaction(batch).key
@@ -182,7 +195,8 @@ def write_graph(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent
     linked = tuple(dict.fromkeys(written or [e.id for e in events if e.event == "NONE"]))
     names = plan.names
     vectors = [plan.vectors[n] for n in names] if plan.vectors else None
-    canonical: dict[str, str] = yield from ask_write(ResolveNames(scope, names, vectors, plan.settings.threshold))
+    canonical: dict[str, str] = yield from ask_write(ResolveNames(
+        scope, names, vectors, plan.settings.threshold, linked))
     relations: dict[tuple[str, str, str], NewRelation] = {}  # one mention per add
     for r in plan.relations:
         source, target = canonical.get(r.source, r.source), canonical.get(r.target, r.target)
@@ -214,15 +228,21 @@ def write_graph(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent
     closed = (yield from ask_write(CloseRelations(scope, list(closing), now))) if closing else []
     mentions = [NewRelation(r.source, r.type, r.target, 1.0, linked) for r in relations.values()]
     added = yield from ask_write(UpsertRelations(scope, mentions, now))
+    named = list(dict.fromkeys(canonical.get(n, n) for n in plan.named))
+    if named and linked:
+        yield LinkMemories(scope, named, linked, now)
     new_names = [n for n in names if n not in canonical]
     if vectors is not None and new_names:
         yield SetNameVectors(scope, new_names, [plan.vectors[n] for n in new_names])
+    found = (yield from ask_write(FindEntities(scope, names=new_names, limit=len(new_names)))
+             ) if new_names else []
+    created = list({e.id: e for e in found if e.created_at == now}.values())
     rows = [graph_event(r, "RELATION_ADD", now) for r in added if r.valid_from == now
             and r.weight == 1.0]
     rows += [graph_event(r, "RELATION_CLOSE", now) for r in closed]
     if rows:
         yield AppendHistory(tuple(rows))
-    return GraphOutcome(added, closed, errors)
+    return GraphOutcome(added, closed, errors, created)
 
 
 def graph_event(item: Relation | Entity, event: GraphEventName, now: str) -> HistoryRecord:
@@ -290,7 +310,8 @@ def get_entities_flow(scope: GraphScope, type: str | None, limit: int) -> Flow[l
 def entity_graph_flow(scope: GraphScope, names: Sequence[str], depth: int,
                       include_closed: bool = False,
                       memories_at: str | None = None) -> Flow[EntityGraph]:
-    """``memories_at``: also the memories behind the relations that are valid then."""
+    """``memories_at``: also the memories behind the relations, and those whose adds named
+    the entities, that are valid then."""
     check_depth(depth)
     seeds = yield from _canonical(scope, names)
     sub: Subgraph = yield from ask(Neighbourhood(scope, seeds, depth))
@@ -299,8 +320,10 @@ def entity_graph_flow(scope: GraphScope, names: Sequence[str], depth: int,
     graph = graph_model(sub)
     if memories_at is None:
         return graph
+    named = (yield from ask(EntityMemoryIds(scope, [e.id for e in sub.entities]))
+             ) if sub.entities else []
     items = []
-    for memory_id in dict.fromkeys(m for r in sub.relations for m in r.memory_ids):
+    for memory_id in dict.fromkeys([*(m for r in sub.relations for m in r.memory_ids), *named]):
         record: Record | None = yield from ask(Get(memory_id))
         if record is not None and is_valid(record, memories_at):
             items.append(record.to_item())

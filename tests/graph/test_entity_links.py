@@ -1,0 +1,89 @@
+"""Entities <-> memories through Memory and AsyncMemory on every graph store: an add names
+the entities it is about, search and get_all narrow to an entity's memories (by name,
+alias or id) with stable pages, and forgetting takes the links and the aliases a memory
+brought."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memkit import ConfigError, InvalidArgument
+from memkit.testing import ScriptedLLM
+from tests.graph.test_memory import MERGING, extraction, rel
+
+
+def _names(items: Any) -> list[str]:
+    return sorted(e.name for e in items)
+
+
+def _texts(result: Any) -> list[str]:
+    return sorted(item.memory for item in result.results)
+
+
+def test_an_add_links_the_entities_it_names_by_name_or_id(make: Any) -> None:
+    m = make(ScriptedLLM([]))
+    first = m.add("Lunch with the Acme team on Friday", user_id="u", infer=False,
+                  entities=["Alice", "Acme"])
+    [event] = first.results
+    assert _names(first.entities) == ["Acme", "Alice"]  # both were new
+    assert {e.type for e in first.entities} == {"unknown"}
+    acme = m.get_entity("acme", user_id="u")
+    second = m.add("Acme ships anvils", user_id="u", infer=False, entities=[acme.id, "ACME"])
+    assert second.entities == []  # known already: none created
+    memories = m.get_entity_graph("Acme", user_id="u", include_memories=True).memories
+    assert sorted(i.memory for i in memories) == ["Acme ships anvils",
+                                                  "Lunch with the Acme team on Friday"]
+    alice = m.get_entity_graph("alice", user_id="u", include_memories=True)
+    assert [i.id for i in alice.memories] == [event.id]
+    assert m.get_entity("Alice", user_id="v") is None  # the scope's own graph
+
+
+def test_named_entities_join_what_extraction_finds(make: Any) -> None:
+    llm = ScriptedLLM([extraction(["Alice works at Acme"], [rel("Alice", "works at", "Acme")])])
+    m = make(llm)
+    result = m.add("I started at Acme", user_id="u", entities=["Project Falcon", "alice"])
+    [event] = result.results
+    assert _names(result.entities) == ["Acme", "Alice", "Project Falcon"]
+    assert [e.type for e in result.entities if e.name == "Alice"] == ["person"]
+    falcon = m.get_entity_graph("Project Falcon", user_id="u", include_memories=True)
+    assert [i.id for i in falcon.memories] == [event.id] and falcon.relations == []
+
+
+def test_entities_need_a_graph_store_and_a_known_id(make: Any) -> None:
+    plain = make(ScriptedLLM([]), graph=False)
+    with pytest.raises(ConfigError, match="graph store"):
+        plain.add("Lunch with Alice", user_id="u", infer=False, entities=["Alice"])
+    assert plain.get_all(user_id="u").results == []
+    m = make(ScriptedLLM([]))
+    with pytest.raises(InvalidArgument, match="no entity with id"):
+        m.add("Lunch", user_id="u", infer=False,
+              entities=["0b1f5c0e-3d7a-4c1e-9a55-2f1f5d0c9e41"])
+    for bad in ("Alice", [""], [3], ["x" * 201]):
+        with pytest.raises(InvalidArgument):
+            m.add("Lunch", user_id="u", infer=False, entities=bad)
+    assert m.get_all(user_id="u").results == [] and m.get_entities(user_id="u") == []
+
+
+def test_a_hard_delete_forgets_the_links_and_entities_only_it_named(make: Any) -> None:
+    m = make(ScriptedLLM([]))
+    [kept] = m.add("Acme ships anvils", user_id="u", infer=False, entities=["Acme"]).results
+    [gone] = m.add("Zorblat met Acme", user_id="u", infer=False,
+                   entities=["Acme", "Zorblat"]).results
+    m.delete(gone.id, hard=True)
+    assert _names(m.get_entities(user_id="u")) == ["Acme"]
+    memories = m.get_entity_graph("Acme", user_id="u", include_memories=True).memories
+    assert [i.id for i in memories] == [kept.id]
+    m.purge(user_id="u")
+    assert m.get_entities(user_id="u") == []
+
+
+def test_a_purge_forgets_the_aliases_only_its_memories_used(make: Any) -> None:
+    m = make(ScriptedLLM(list(MERGING)), threshold=0.7)  # "alice smith" merges into "Alice"
+    m.add("Alice works at Acme", user_id="u")
+    [berlin] = m.add("Alice Smith lives in Berlin", user_id="u").results
+    assert m.get_entity("alice smith", user_id="u").name == "Alice"
+    m.delete(berlin.id, hard=True)
+    assert m.get_entity("alice smith", user_id="u") is None  # only that memory used it
+    assert m.get_entity("Alice", user_id="u") is not None  # Acme's memory still supports it
