@@ -7,6 +7,7 @@ OpenAI-compatible server on 127.0.0.1 that answers from a script and keeps what 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -81,6 +82,19 @@ def interface() -> dict[str, Any]:
             "carol_holds": len(memory.get_all(user_id="carol").results),
             "copy_keeps_crew_memory": copied.memory is crew_memory,
         }
+
+
+@scenario
+def async_tools() -> str:
+    """memkit's tools over an AsyncMemory, on CrewAI's async tool path."""
+    async def run() -> str:
+        async with AsyncMemory(embedder=HashEmbedder(), vector_store=InMemoryStore()) as memory:
+            await memory.add("Alice is vegetarian", user_id="alice", infer=False)
+            search = memory_tools(memory, user_id="alice", names=["search_memories"])[0]
+            found: str = await search.arun(query="vegetarian")
+            return json.loads(found)["results"][0]["memory"]
+
+    return asyncio.run(run())
 
 
 @scenario

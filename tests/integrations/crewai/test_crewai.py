@@ -66,6 +66,7 @@ def test_memkit_tools_are_crewai_tools_with_the_scope_fixed(results: dict[str, A
     assert "query" in found["tool_parameters"] and "user_id" not in found["tool_parameters"]
     assert found["added"] == "ADD" and found["searched"] == "Alice lives in Porto"
     assert found["wrong_call"].startswith("error: NotFoundError: ")  # bob's memory, from alice's tools
+    assert results["async_tools"] == "Alice is vegetarian"  # an AsyncMemory, through BaseTool.arun
 
 
 def test_crewai_scope_paths_categories_and_privacy_within_the_memkit_scope(results: dict[str, Any]) -> None:
