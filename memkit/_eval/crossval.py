@@ -51,7 +51,7 @@ def _grid() -> tuple[Setting, ...]:
     would search every question a hundred times)."""
     weights = (_DEFAULT.vector_weight, _DEFAULT.keyword_weight)
     settings = [Setting(vector, round(1.0 - vector, 2), candidates)
-                for vector in (0.7, 0.6, 0.5, 0.4) for candidates in (100, 200)]
+                for vector in (0.7, 0.6, 0.5, 0.4) for candidates in (50, 100, 200)]
     settings += [Setting(*weights, keyword_exponent=e) for e in (1.0, 2.0, 3.0)]
     settings += [Setting(*weights, temporal_weight=t) for t in (0.0, 0.2, 0.4)]
     settings += [Setting(*weights, common_word_share=s) for s in (0.25, 0.5, 1.0)]

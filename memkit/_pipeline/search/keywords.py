@@ -23,6 +23,7 @@ than a share of the memories its vector half returned (:func:`distinctive`).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -93,17 +94,17 @@ def distinctive(terms: Sequence[str], texts: Sequence[str], share: float) -> lis
     if share >= 1 or len(texts) < MIN_SAMPLE:
         return list(terms)
     lowered = [text.lower() for text in texts]
-    words: dict[int, frozenset[str]] = {}  # a text's words, split only if it holds a term
-
-    def holds(i: int, term: str) -> bool:
-        if term not in lowered[i]:
-            return False
-        if i not in words:
-            words[i] = frozenset(_WORD.findall(lowered[i]))
-        return term in words[i]
-
     limit = share * len(texts)
-    return [t for t in terms if sum(holds(i, t) for i in range(len(texts))) <= limit]
+    # a text's words are split only if it holds a term
+    return [t for t in terms
+            if sum(t in text and t in _words(text) for text in lowered) <= limit]
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _words(lowered: str) -> frozenset[str]:
+    """The words of a lower-cased text; cached: one scope's searches meet the same
+    memories again and again."""
+    return frozenset(_WORD.findall(lowered))
 
 
 def _expand(word: str, sentence_start: bool) -> list[str]:

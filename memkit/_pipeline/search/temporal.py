@@ -29,6 +29,7 @@ weight, the candidates that became true in that period (``valid_from``, else
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -65,8 +66,10 @@ def asks_when(query: str) -> bool:
     return _WHEN.search(query) is not None
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def mentions_time(text: str) -> bool:
-    """Whether the text carries a time expression (a date, "yesterday", "last week", ...)."""
+    """Whether the text carries a time expression (a date, "yesterday", "last week", ...).
+    Cached: the searches of one scope test the same memories again and again."""
     return _TIME.search(text.casefold()) is not None
 
 
