@@ -191,6 +191,10 @@ def test_an_engine_outage_is_503s_and_the_server_serves_again_losing_nothing(
         outage.down.set()
         wait_for(lambda: all(outage.count(c, "add") >= 2 and outage.count(c, "search") >= 2
                              for c in range(CLIENTS)), "see the outage", outage)
+        listed = httpx.get(f"{base}/v1/memories/", params={"user_id": "u0"},
+                           timeout=CLIENT_TIMEOUT)
+        # without its graph, a memory still lists what it holds; without its store, not
+        assert listed.status_code == (200 if kind == "bolt" else 503), listed.text
         outage.down.clear()
         own.start()
         for thread in clients:
