@@ -54,7 +54,7 @@ def until_ready(store: SQLiteStore, query: np.ndarray) -> float:
     started = time.perf_counter()
     while True:
         store.search(query, limit=10)
-        graph = store._ann
+        graph = store._matrix.ann
         if graph is not None and graph.ready and graph.covered == graph.fed:
             return time.perf_counter() - started
         time.sleep(0.5)

@@ -15,7 +15,8 @@ import pytest
 
 from memkit._errors import ConfigError
 from memkit._filters import Condition
-from memkit.stores import _ann, sqlite
+from memkit.stores import _ann, _sqlite_search
+from memkit.stores._sqlite_search import FileMatrix
 from memkit.stores.base import Record
 from memkit.stores.sqlite import SQLiteStore
 
@@ -57,7 +58,7 @@ def ready(store: SQLiteStore, query: np.ndarray) -> _ann.AnnIndex:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         store.search(query, limit=5)
-        graph = store._ann
+        graph = store._matrix.ann
         if graph is not None and graph.ready and graph.covered == graph.fed and not graph.verify:
             return graph
         time.sleep(0.02)
@@ -238,7 +239,7 @@ def test_without_usearch_searches_are_exact(path: str, monkeypatch: pytest.Monke
     exact = SQLiteStore(path, ann_threshold=None)
     for q in clustered(10, seed=14):
         assert ids(store, q) == ids(exact, q)
-    assert store._ann is None
+    assert store._matrix.ann is None
     store.close()
     assert not Path(f"{path}.ann-memkit").exists()
     exact.close()
@@ -247,11 +248,11 @@ def test_without_usearch_searches_are_exact(path: str, monkeypatch: pytest.Monke
 @pytest.fixture
 def big(monkeypatch: pytest.MonkeyPatch) -> None:
     """Filtered searches treat these small matrices as big ones (over 25,000 rows)."""
-    monkeypatch.setattr(sqlite, "_SCORE_FIRST_ROWS", 100)
-    monkeypatch.setattr(sqlite, "_FEW_ROWS", 40)
+    monkeypatch.setattr(_sqlite_search, "_SCORE_FIRST_ROWS", 100)
+    monkeypatch.setattr(_sqlite_search, "_FEW_ROWS", 40)
     # Here a grown candidate count would cover a third of the rows, where the graph may
     # serve a rare scope approximately; past 150 candidates the search reads the rows.
-    monkeypatch.setattr(sqlite, "_ANN_FILTER_MAX", 150)
+    monkeypatch.setattr(_sqlite_search, "_ANN_FILTER_MAX", 150)
 
 
 def owned(user: str, vectors: np.ndarray, start: int) -> list[Record]:
@@ -314,14 +315,14 @@ def test_without_a_graph_a_broad_filter_is_scored_first(
     vectors = np.concatenate([clustered(1500, seed=1), clustered(70, seed=33)])
     users = [f"u{i % 3}" for i in range(1500)] + ["rare"] * 70
     reads: list[int | None] = []
-    kept = SQLiteStore._kept
+    kept = FileMatrix._kept
 
-    def spy(self: SQLiteStore, conn: Any, index: Any, where: str, params: list[Any],
+    def spy(self: FileMatrix, conn: Any, index: Any, where: str, params: list[Any],
             most: int | None = None) -> Any:
         reads.append(most)
         return kept(self, conn, index, where, params, most)
 
-    monkeypatch.setattr(SQLiteStore, "_kept", spy)
+    monkeypatch.setattr(FileMatrix, "_kept", spy)
     scopes: list[tuple[Condition, set[str]]] = [
         (Condition(field="user_id", operator="ne", value="u2"), {"u0", "u1", "rare"}),
         (Condition(field="user_id", operator="eq", value="rare"), {"rare"}),
@@ -334,7 +335,7 @@ def test_without_a_graph_a_broad_filter_is_scored_first(
             assert [h.record.memory for h in store.search(q, 10, scope)] == [texts[i] for i in order]
         if scope.operator == "ne":
             assert reads and None not in reads  # the broad scope was never read whole
-    assert store._ann is None
+    assert store._matrix.ann is None
     store.close()
 
 
@@ -359,8 +360,8 @@ store.insert([Record(id=str(uuid.uuid4()), memory=f"m{{i}}", hash=f"{{i:032x}}",
                      created_at="2024-01-01T00:00:00+00:00", updated_at="2024-01-01T00:00:00+00:00",
                      user_id="u", vector=v) for i, v in enumerate(vectors)])
 store.search(vectors[0], 5)
-state["thread"] = store._ann._thread
-print("building" if not store._ann.ready else "built")
+state["thread"] = store._matrix.ann._thread
+print("building" if not store._matrix.ann.ready else "built")
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -371,7 +372,7 @@ def test_below_the_threshold_or_disabled_no_graph(path: str) -> None:
     for options in ({"ann_threshold": 5000}, {"ann_threshold": 0}, {"ann_threshold": None}):
         store = filled(path, **options)
         store.search(clustered(1, seed=15)[0], 10)
-        assert store._ann is None
+        assert store._matrix.ann is None
         store.close()
     for bad in (-1, 1.5, True, "20000"):
         with pytest.raises(ConfigError):
@@ -408,7 +409,7 @@ def test_generations_have_their_own_graph(path: str) -> None:
     assert not Path(f"{path}.ann-memkit").exists()
     exact = SQLiteStore(path, ann_threshold=None)
     ready(store, queries[0])
-    assert store._ann is not None and store._ann.path == f"{path}.ann-memkit__g1"
+    assert store._matrix.ann is not None and store._matrix.ann.path == f"{path}.ann-memkit__g1"
     assert recall(store, exact, queries) >= RECALL
     store.close()
     exact.close()
@@ -420,7 +421,7 @@ def test_local_embedder_loads_after_the_store(path: str) -> None:
     script = (
         "from memkit.stores.sqlite import SQLiteStore\n"
         f"store = SQLiteStore({path!r})\n"
-        "assert store._ann_class is not None\n"
+        "assert store._matrix.ann_class is not None\n"
         "import onnxruntime\n"
         "print('loaded')\n"
     )

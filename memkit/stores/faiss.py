@@ -1,7 +1,7 @@
 """FAISS: vectors in a FAISS index file, the records in a SQLite file beside it.
 
 A store is a directory (``path``). ``records.db`` holds, per collection, a
-``<name>_records`` table (the columns of :mod:`memkit.stores.sqlite`, keyed by
+``<name>_records`` table (the columns of :mod:`memkit.stores._sqlite_sql`, keyed by
 an integer ``seq``), its history table, and one row of ``memkit_faiss``: the
 dimension, the model, the live tables (after a re-embedding) and the index
 ``version``. The vectors live in ``<tables>.<version>.faiss``: an
@@ -16,7 +16,7 @@ removed after the commit) or the new one, never records without their
 vectors. Every read and write first checks the version, so another process's
 writes are seen (its file is loaded in full).
 
-Filters become SQL over the records through :func:`memkit.stores.sqlite.translate`
+Filters become SQL over the records through :func:`memkit.stores._sqlite_sql.translate`
 (exactly the reference evaluator); a filtered search ranks the filter's rows
 with an ``IDSelectorBatch``, exactly, so it returns ``limit`` hits whenever that
 many match. No keyword search: hybrid search falls back to vectors.
@@ -42,18 +42,18 @@ from memkit._filters import Filter
 from memkit._imports import require
 from memkit.history.sqlite import SQLiteConnection, SQLiteHistory, check_identifier
 from memkit.stores._generations import next_generation
-from memkit.stores.base import Hit, Order, Record, Vector, VectorStore, Writer, check_collection, cosine_to_score
-from memkit.stores.sqlite import (
-    _RECORD_COLUMNS,
-    _SELECT,
+from memkit.stores._sqlite_sql import (
     LOWER_FUNCTION,
-    _lower,
-    _record,
-    _record_row,
+    RECORD_COLUMNS,
+    SELECT,
     count_rows,
+    lower,
+    record_of,
+    record_row,
     select_page,
     translate,
 )
+from memkit.stores.base import Hit, Order, Record, Vector, VectorStore, Writer, check_collection, cosine_to_score
 
 _META = "memkit_faiss"
 _FILE = "records.db"
@@ -76,7 +76,7 @@ class FaissStore(VectorStore):
         os.makedirs(self.path, exist_ok=True)
         self.collection_name = check_identifier(collection_name, "collection name")
         self._db = SQLiteConnection(os.path.join(self.path, _FILE))
-        self._db.create_function(LOWER_FUNCTION, 1, _lower)
+        self._db.create_function(LOWER_FUNCTION, 1, lower)
         self._setup()
 
     def _setup(self) -> None:
@@ -280,15 +280,15 @@ class FaissStore(VectorStore):
         for row in rows:
             if existing_only:
                 found = conn.execute(
-                    f"UPDATE {self._records} SET " + ", ".join(f"{c} = ?" for c in _RECORD_COLUMNS[1:])
+                    f"UPDATE {self._records} SET " + ", ".join(f"{c} = ?" for c in RECORD_COLUMNS[1:])
                     + " WHERE id = ? RETURNING seq", (*row[1:], row[0])).fetchone()
                 if found is None:
                     raise VectorStoreError(f"no record {row[0]} to update")
             else:
                 found = conn.execute(
-                    f"INSERT INTO {self._records} ({_SELECT}) VALUES ({', '.join('?' * len(row))})"
+                    f"INSERT INTO {self._records} ({SELECT}) VALUES ({', '.join('?' * len(row))})"
                     " ON CONFLICT (id) DO UPDATE SET "
-                    + ", ".join(f"{c} = excluded.{c}" for c in _RECORD_COLUMNS[1:])
+                    + ", ".join(f"{c} = excluded.{c}" for c in RECORD_COLUMNS[1:])
                     + " RETURNING seq", row).fetchone()
             seqs.append(int(found[0]))
         return seqs
@@ -307,7 +307,7 @@ class FaissStore(VectorStore):
             return
         with self._changing() as (conn, index):
             vectors = self._unit([r.vector for r in records])
-            self._replace_vectors(index, self._upsert(conn, [_record_row(r) for r in records],
+            self._replace_vectors(index, self._upsert(conn, [record_row(r) for r in records],
                                                       existing_only=False), vectors)
 
     def update(self, records: Sequence[Record]) -> None:
@@ -317,7 +317,7 @@ class FaissStore(VectorStore):
             moved = [r for r in records if r.vector is not None]
             vectors = self._unit([r.vector for r in moved]) if moved else None
             seqs = dict(zip((r.id for r in records),
-                            self._upsert(conn, [_record_row(r) for r in records], existing_only=True),
+                            self._upsert(conn, [record_row(r) for r in records], existing_only=True),
                             strict=True))
             if vectors is not None:
                 self._replace_vectors(index, [seqs[r.id] for r in moved], vectors)
@@ -347,9 +347,9 @@ class FaissStore(VectorStore):
     # -- reads -----------------------------------------------------------
     def get(self, id: str) -> Record | None:
         with self._read() as conn:
-            row = conn.execute(f"SELECT {_SELECT} FROM {self._records} WHERE id = ?",
+            row = conn.execute(f"SELECT {SELECT} FROM {self._records} WHERE id = ?",
                                (id,)).fetchone()
-        return None if row is None else _record(row)
+        return None if row is None else record_of(row)
 
     def search(self, vector: Vector, limit: int, filter: Filter | None = None) -> builtins.list[Hit]:
         query = self._unit([vector])
@@ -373,10 +373,10 @@ class FaissStore(VectorStore):
             found = [(int(key), float(sim)) for key, sim in zip(keys[0], sims[0], strict=True)
                      if key >= 0]
             rows = conn.execute(
-                f"SELECT seq, {_SELECT} FROM {self._records}"
+                f"SELECT seq, {SELECT} FROM {self._records}"
                 " WHERE seq IN (SELECT value FROM json_each(?))",
                 (json.dumps([key for key, _ in found]),)).fetchall()
-        records = {row[0]: _record(row[1:]) for row in rows}
+        records = {row[0]: record_of(row[1:]) for row in rows}
         return [Hit(records[key], cosine_to_score(sim)) for key, sim in found if key in records]
 
     def list(

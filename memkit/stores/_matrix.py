@@ -1,0 +1,129 @@
+"""A matrix of unit vectors in RAM, keyed by an integer (a record's ``seq``), searched exactly.
+
+Rows are kept sorted by key, so a batch of keys finds its rows with one
+``searchsorted``; deletions leave tombstones until a quarter of the rows are
+dead. The SQLite store keeps one per collection and catches it up with the file
+(:mod:`memkit.stores._sqlite_search`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from memkit.stores.base import Vector
+
+
+class Matrix:
+    """Unit vectors keyed by record ``seq`` (sorted), with tombstones for deletions."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self.seqs: npt.NDArray[np.int64] = np.empty(0, np.int64)
+        self.vectors: npt.NDArray[np.float32] = np.empty((0, dimension), np.float32)
+        self.alive: npt.NDArray[np.bool_] = np.empty(0, np.bool_)
+        self.size = 0
+        self.dead = 0
+
+    def load(self, seqs: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
+        order = np.argsort(seqs, kind="stable")
+        self.seqs, self.vectors = seqs[order], unit(vectors[order])
+        self.alive = np.ones(len(seqs), np.bool_)
+        self.size, self.dead = len(seqs), 0
+
+    def upsert(self, seqs: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
+        vectors = unit(vectors)
+        pos = self.find(seqs)
+        known = pos >= 0
+        if known.any():
+            self.dead -= int(np.count_nonzero(~self.alive[pos[known]]))
+            self.vectors[pos[known]] = vectors[known]
+            self.alive[pos[known]] = True
+        if known.all():
+            return
+        seqs, vectors = seqs[~known], vectors[~known]
+        order = np.argsort(seqs, kind="stable")
+        seqs, vectors = seqs[order], vectors[order]
+        if self.size and seqs[0] < self.seqs[self.size - 1]:
+            live = slice(0, self.size)
+            self.load(
+                np.concatenate([self.seqs[live], seqs]),
+                np.concatenate([self.vectors[live], vectors]),
+            )
+            return
+        end = self.size + len(seqs)
+        if end > len(self.seqs):
+            capacity = max(end, 2 * len(self.seqs), 64)
+            self.seqs = np.resize(self.seqs, capacity)
+            self.alive = np.resize(self.alive, capacity)
+            grown = np.empty((capacity, self.dimension), np.float32)
+            grown[: self.size] = self.vectors[: self.size]
+            self.vectors = grown
+        self.seqs[self.size : end] = seqs
+        self.vectors[self.size : end] = vectors
+        self.alive[self.size : end] = True
+        self.size = end
+
+    def remove(self, seqs: npt.NDArray[np.int64]) -> None:
+        pos = self.find(seqs)
+        pos = pos[pos >= 0]
+        self.dead += int(np.count_nonzero(self.alive[pos]))
+        self.alive[pos] = False
+        if self.dead > 1024 and 4 * self.dead > self.size:
+            keep = self.alive[: self.size]
+            self.seqs, self.vectors = self.seqs[: self.size][keep], self.vectors[: self.size][keep]
+            self.size, self.dead = len(self.seqs), 0
+            self.alive = np.ones(self.size, np.bool_)
+
+    def positions(self, seqs: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        pos = self.find(seqs)
+        pos = pos[pos >= 0]
+        return pos[self.alive[pos]]
+
+    def find(self, seqs: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        """Positions of ``seqs``, -1 where absent."""
+        pos = np.searchsorted(self.seqs[: self.size], seqs)
+        inside = pos < self.size
+        found = np.zeros(len(seqs), np.bool_)
+        found[inside] = self.seqs[pos[inside]] == seqs[inside]
+        return np.where(found, pos, -1)
+
+    def scores(self, query: Vector) -> npt.NDArray[np.float32]:
+        """The cosine of every row with ``query``, by position; deleted rows -inf."""
+        sims: npt.NDArray[np.float32] = self.vectors[: self.size] @ query
+        if self.dead:
+            sims[~self.alive[: self.size]] = -np.inf
+        return sims
+
+    def top(
+        self, query: Vector, limit: int, positions: npt.NDArray[np.intp] | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        if positions is None:
+            sims = self.scores(query)
+            best = top_positions(sims, min(limit, self.size - self.dead))
+            return self.seqs[best], sims[best]
+        if 3 * len(positions) > self.size:
+            # Gathering the rows reads and writes them before the product reads them again:
+            # past a third of the matrix, the product over all of it moves less memory.
+            sims = (self.vectors[: self.size] @ query)[positions]
+        else:
+            sims = self.vectors[positions] @ query
+        best = top_positions(sims, limit)
+        return self.seqs[positions[best]], sims[best]
+
+
+def top_positions(sims: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
+    """The positions of the ``k`` highest of ``sims``, highest first."""
+    k = min(k, len(sims))
+    if k <= 0:
+        return np.empty(0, np.intp)
+    best = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+    return best[np.argsort(-sims[best], kind="stable")]
+
+
+def unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit: npt.NDArray[np.float32] = np.divide(
+        vectors, norms, out=np.zeros_like(vectors), where=norms > 0
+    )
+    return unit
