@@ -1,27 +1,8 @@
 """PostgreSQL with pgvector: a table per collection, searched through an HNSW cosine index.
 
-Each collection is one table::
-
-    id text COLLATE "C"   embedding vector(dim)   memory, hash, user_id, agent_id, run_id text
-    created_at, updated_at timestamptz   metadata jsonb   folded jsonb   fts tsvector (generated)
-    valid_from, valid_to, expires_at timestamptz   supersedes text   (added by ALTER TABLE
-    to tables written before memkit kept versions)   memory_type text   importance,
-    confidence float8   access_count bigint   last_accessed_at timestamptz   (the lifecycle,
-    added the same way)
-
-``folded`` holds every string (and every string in a list) of the record,
-built-ins and metadata alike, lower-cased by Python's :meth:`str.lower`, so that
-``icontains`` means exactly what the reference evaluator says whatever the
-database's locale. ``memkit_collections`` records each collection's dimension
-and embedding model.
-
-:func:`translate` turns the filter tree into parameterised SQL with the
-reference semantics (:mod:`memkit._filters.evaluate`): every condition is
-two-valued (never NULL, so ``NOT`` is the exact complement); ``jsonb_typeof``
-keeps numbers, strings, booleans and lists apart; strings order by code point
-(``COLLATE "C"``). One limit: a number compared with a number of the other kind
-(int with float) goes through float8, so integers beyond 2**53 may compare
-equal to a nearby float where Python says they differ.
+The table, its indexes and their upkeep are in :mod:`memkit.stores._pgvector_schema`;
+filters become SQL with the reference semantics through
+:func:`memkit.stores._pgvector_sql.translate`.
 
 Every operation is written once, as a generator that yields :class:`Statement`
 objects and receives their rows; :meth:`PgVectorStore._run` drives it on a
@@ -33,30 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import functools
-import re
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, ClassVar
 
-from memkit._errors import ConfigError, FilterError, VectorStoreError
-from memkit._filters import (
-    BUILTIN_FIELDS,
-    NUMBER_FIELDS,
-    TIME_FIELDS,
-    And,
-    Condition,
-    Filter,
-    Not,
-    Or,
-    Scalar,
-)
+from memkit._errors import ConfigError, VectorStoreError
+from memkit._filters import TIME_FIELDS, Filter
 from memkit._imports import require
 from memkit._models import HistoryRecord
 from memkit._postgres import (
     Op,
-    Params,
     PoolOwner,
     Statement,
     T,
@@ -67,7 +35,6 @@ from memkit._postgres import (
     create_missing,
     ddl_lock,
     drive,
-    each,
     missing,
     open_async_pool,
     open_pool,
@@ -75,7 +42,7 @@ from memkit._postgres import (
     retrying,
     upkeep,
 )
-from memkit._time import to_datetime, to_iso
+from memkit._time import to_datetime
 from memkit.history.base import HistoryStore
 from memkit.history.postgres import PostgresHistory
 from memkit.stores._driven import DrivenStore
@@ -99,309 +66,35 @@ pgvector_psycopg: Any = require("pgvector.psycopg", "pgvector")
 
 import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
-from psycopg.types.json import Jsonb  # noqa: E402
 from psycopg_pool import AsyncConnectionPool, ConnectionPool  # noqa: E402
 
-META_TABLE = "memkit_collections"
-_TEXT_COLUMNS = frozenset({"memory", "hash", "user_id", "agent_id", "run_id", "supersedes",
-                           "memory_type"})
-_PERIOD_COLUMNS = ("valid_from", "valid_to", "expires_at", "last_accessed_at")
-_SCOPE_COLUMNS = ("user_id", "agent_id", "run_id")
-_MAX_HNSW_DIMENSIONS = 2000
+from memkit.stores._pgvector_schema import (  # noqa: E402
+    META_SCHEMA,
+    META_TABLE,
+    TS_CONFIG,
+    build_indexes,
+    build_memory_kb,
+    drop_indexes,
+    hnsw_index,
+    table_schema,
+    version_tuple,
+)
+from memkit.stores._pgvector_sql import (  # noqa: E402
+    COLUMNS,
+    INSERTED,
+    INSERTED_TYPES,
+    ISO_FORMAT,
+    RANK,
+    record_of,
+    row_of,
+    row_params,
+    translate,
+)
+
+_MAX_EF_SEARCH = 1000
 #: an insert of at least this many rows that at least doubles the table rebuilds the HNSW
 #: index after the rows are in (a build is several times faster than as many inserts)
 BULK_ROWS = 5000
-_MAX_EF_SEARCH = 1000
-#: what an HNSW build holds per row beside the vector (neighbour lists, element header)
-_GRAPH_BYTES_PER_ROW = 1024
-_BUILD_SLACK_KB = 65536
-_TS_CONFIG = "simple"  # no stemming and no stop words: memories come in every language
-_ISO_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'  # to_char() of memkit._time.to_iso
-_COLUMNS = sql.SQL(
-    "id, memory, hash, user_id, agent_id, run_id, created_at, updated_at, metadata,"
-    " valid_from, valid_to, expires_at, supersedes,"
-    " memory_type, importance, confidence, access_count, last_accessed_at"
-)
-_RANK = 18  # the column after _COLUMNS in a ranked row
-#: the extension and the table of every collection's dimension, model and live table
-_META_SCHEMA = (
-    Statement(sql.SQL("CREATE EXTENSION IF NOT EXISTS vector")),
-    Statement(sql.SQL("CREATE TABLE IF NOT EXISTS {meta} (name text PRIMARY KEY,"
-                      " dimension integer NOT NULL, model text NOT NULL)").format(
-                          meta=sql.Identifier(META_TABLE))),
-    Statement(sql.SQL("ALTER TABLE {meta} ADD COLUMN IF NOT EXISTS live text").format(
-        meta=sql.Identifier(META_TABLE))),
-)
-#: the columns an insert writes, and their types for a binary COPY
-_INSERTED_AS = {
-    "id": "text", "embedding": "vector", "memory": "text", "hash": "text", "user_id": "text",
-    "agent_id": "text", "run_id": "text", "created_at": "timestamptz",
-    "updated_at": "timestamptz", "metadata": "jsonb", "folded": "jsonb",
-    "valid_from": "timestamptz", "valid_to": "timestamptz", "expires_at": "timestamptz",
-    "supersedes": "text", "memory_type": "text", "importance": "float8",
-    "confidence": "float8", "access_count": "int8", "last_accessed_at": "timestamptz",
-}
-_INSERTED = tuple(_INSERTED_AS)
-_INSERTED_TYPES = tuple(_INSERTED_AS.values())
-
-
-# -- filter translation --------------------------------------------------------
-
-
-_FALSE = sql.SQL("FALSE")
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _is_canonical_time(value: str) -> bool:
-    try:
-        return to_iso(value) == value
-    except (ValueError, TypeError):
-        return False
-
-
-def _number(p: Params, value: int | float) -> tuple[sql.Composable, sql.Composable]:
-    """The cast for a JSON number and the parameter, exact for ints, float8 for floats."""
-    if isinstance(value, float):
-        return sql.SQL("float8"), p.add(value)
-    return sql.SQL("numeric"), sql.SQL("{}::numeric").format(p.add(value))
-
-
-_ORDER = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
-
-
-def _json_compare(p: Params, value: sql.Composable, op: str, target: Scalar) -> sql.Composable:
-    """``value`` (a jsonb expression) ``op`` ``target``, with the evaluator's type rules."""
-    if isinstance(target, int | float) and not isinstance(target, bool):
-        cast, param = _number(p, target)
-        operator = sql.SQL("=" if op == "eq" else _ORDER[op])
-        return sql.SQL(
-            "CASE jsonb_typeof({v}) WHEN 'number' THEN ({v})::{cast} {op} {t} ELSE FALSE END"
-        ).format(v=value, cast=cast, op=operator, t=param)
-    if isinstance(target, str):
-        operator = sql.SQL("=" if op == "eq" else _ORDER[op])
-        return sql.SQL(
-            "CASE jsonb_typeof({v}) WHEN 'string' THEN ({v} #>> '{{}}') COLLATE \"C\" {op} {t}"
-            " ELSE FALSE END"
-        ).format(v=value, op=operator, t=p.add(target))
-    if op == "eq":
-        return sql.SQL(
-            "CASE jsonb_typeof({v}) WHEN 'boolean' THEN ({v})::boolean = {t} ELSE FALSE END"
-        ).format(v=value, t=p.add(target))
-    return _FALSE
-
-
-def _any_element(value: sql.Composable, predicate: sql.Composable) -> sql.Composable:
-    return sql.SQL(
-        "EXISTS (SELECT 1 FROM jsonb_array_elements({v}) AS element(e) WHERE {pred})"
-    ).format(v=value, pred=predicate)
-
-
-def _metadata(p: Params, cond: Condition, value: sql.Composable | None = None) -> sql.Composable:
-    """A metadata key (or ``value``, another jsonb expression) tested like a JSON value."""
-    if value is None:
-        value = sql.SQL("(metadata -> {})").format(p.add(cond.field))
-    op, target = cond.operator, cond.value
-    if op == "in":
-        assert isinstance(target, tuple)
-        return _or([_json_compare(p, value, "eq", t) for t in target])
-    if op in ("eq", "gt", "gte", "lt", "lte"):
-        assert not isinstance(target, tuple)
-        return _json_compare(p, value, op, target)
-    assert not isinstance(target, tuple)  # contains
-    in_list = _any_element(value, _json_compare(p, sql.SQL("e"), "eq", target))
-    if not isinstance(target, str):
-        return sql.SQL(
-            "CASE jsonb_typeof({v}) WHEN 'array' THEN {l} ELSE FALSE END"
-        ).format(v=value, l=in_list)
-    return sql.SQL(
-        "CASE jsonb_typeof({v}) WHEN 'string' THEN strpos({v} #>> '{{}}', {t}) > 0"
-        " WHEN 'array' THEN {l} ELSE FALSE END"
-    ).format(v=value, t=p.add(target), l=in_list)
-
-
-def _icontains(p: Params, cond: Condition) -> sql.Composable:
-    if not isinstance(cond.value, str):
-        raise FilterError(f"{cond.field} icontains: expected a string, got {cond.value!r}")
-    value = sql.SQL("(folded -> {})").format(p.add(cond.field))
-    needle = p.add(cond.value.lower())
-    in_list = _any_element(
-        value, sql.SQL("jsonb_typeof(e) = 'string' AND (e #>> '{{}}') = {t}").format(t=needle)
-    )
-    return sql.SQL(
-        "CASE jsonb_typeof({v}) WHEN 'string' THEN strpos({v} #>> '{{}}', {t}) > 0"
-        " WHEN 'array' THEN {l} ELSE FALSE END"
-    ).format(v=value, t=needle, l=in_list)
-
-
-def _text_column(p: Params, cond: Condition) -> sql.Composable:
-    column = sql.Identifier(cond.field)
-    op, target = cond.operator, cond.value
-    if op == "in":
-        assert isinstance(target, tuple)
-        strings = [t for t in target if isinstance(t, str)]
-        if not strings:
-            return _FALSE
-        test = sql.SQL("{c} = ANY({t})").format(c=column, t=p.add(strings))
-    elif not isinstance(target, str):
-        return _FALSE
-    elif op == "eq":
-        test = sql.SQL("{c} = {t}").format(c=column, t=p.add(target))
-    elif op == "contains":
-        test = sql.SQL("strpos({c}, {t}) > 0").format(c=column, t=p.add(target))
-    else:
-        test = sql.SQL('{c} COLLATE "C" {op} {t}').format(
-            c=column, op=sql.SQL(_ORDER[op]), t=p.add(target)
-        )
-    # A NULL column is a missing field: false, never NULL.
-    return sql.SQL("({test} AND {c} IS NOT NULL)").format(test=test, c=column)
-
-
-def _time_column(p: Params, cond: Condition) -> sql.Composable:
-    """A timestamp column; NULL (a missing field) makes every test false, never NULL."""
-    test = _time_test(p, cond)
-    return sql.SQL("COALESCE({test}, FALSE)").format(test=test)
-
-
-def _time_test(p: Params, cond: Condition) -> sql.Composable:
-    column = sql.Identifier(cond.field)
-    text = sql.SQL("to_char({c} AT TIME ZONE 'UTC', {f})").format(
-        c=column, f=sql.Literal(_ISO_FORMAT)
-    )
-    op, target = cond.operator, cond.value
-    if op == "in":
-        assert isinstance(target, tuple)
-        times = [to_datetime(t) for t in target if isinstance(t, str) and _is_canonical_time(t)]
-        return sql.SQL("{c} = ANY({t})").format(c=column, t=p.add(times)) if times else _FALSE
-    if not isinstance(target, str):
-        return _FALSE
-    if op == "contains":
-        return sql.SQL("strpos({text}, {t}) > 0").format(text=text, t=p.add(target))
-    if op == "eq":
-        if not _is_canonical_time(target):
-            return _FALSE
-        return sql.SQL("{c} = {t}").format(c=column, t=p.add(to_datetime(target)))
-    operator = sql.SQL(_ORDER[op])
-    if _is_canonical_time(target):  # the index can serve it
-        return sql.SQL("{c} {op} {t}").format(c=column, op=operator, t=p.add(to_datetime(target)))
-    return sql.SQL('{text} COLLATE "C" {op} {t}').format(text=text, op=operator, t=p.add(target))
-
-
-def _or(parts: list[sql.Composable]) -> sql.Composable:
-    if not parts:
-        return _FALSE
-    return sql.SQL("({})").format(sql.SQL(" OR ").join(parts))
-
-
-def _translate(p: Params, expr: Filter) -> sql.Composable:
-    if isinstance(expr, And):
-        return sql.SQL("({})").format(sql.SQL(" AND ").join(_translate(p, i) for i in expr.items))
-    if isinstance(expr, Or):
-        return _or([_translate(p, i) for i in expr.items])
-    if isinstance(expr, Not):
-        return sql.SQL("(NOT {})").format(_translate(p, expr.item))
-    if expr.operator in ("ne", "nin"):
-        positive = expr.model_copy(update={"operator": "eq" if expr.operator == "ne" else "in"})
-        return sql.SQL("(NOT {})").format(_translate(p, positive))
-    if expr.operator == "icontains":
-        return _icontains(p, expr)
-    if expr.field in TIME_FIELDS:
-        return _time_column(p, expr)
-    if expr.field in _TEXT_COLUMNS:
-        return _text_column(p, expr)
-    if expr.field in NUMBER_FIELDS:  # a NULL column is SQL NULL jsonb: every test false
-        return _metadata(p, expr, sql.SQL("to_jsonb({})").format(sql.Identifier(expr.field)))
-    return _metadata(p, expr)
-
-
-def translate(filter: Filter | None) -> tuple[sql.Composable, dict[str, Any]]:
-    """The filter as a SQL boolean expression over a collection table, and its parameters.
-
-    Parameters are named ``f0``, ``f1``, ...; values and field names are never
-    spliced into the SQL text.
-    """
-    if filter is None:
-        return sql.SQL("TRUE"), {}
-    params = Params()
-    return _translate(params, filter), params.values
-
-
-# -- records -------------------------------------------------------------------
-
-
-def _lowered(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.lower()
-    if isinstance(value, list):
-        return [v.lower() if isinstance(v, str) else v for v in value]
-    return None
-
-
-# The records of one insert mostly share their timestamps: each is parsed once.
-_iso = functools.lru_cache(maxsize=4096)(to_iso)
-_when = functools.lru_cache(maxsize=4096)(to_datetime)
-
-
-def folded(record: Record) -> dict[str, Any]:
-    """Lower-cased strings of every field ``icontains`` can see (built-ins shadow metadata)."""
-    view = {k: v for k, v in record.metadata.items() if k not in BUILTIN_FIELDS}
-    view.update(
-        memory=record.memory, hash=record.hash, user_id=record.user_id,
-        agent_id=record.agent_id, run_id=record.run_id,
-        created_at=_iso(record.created_at), updated_at=_iso(record.updated_at),
-        supersedes=record.supersedes, memory_type=record.memory_type,
-        **{k: _iso(getattr(record, k)) for k in _PERIOD_COLUMNS if getattr(record, k)},
-    )
-    out = {k: _lowered(v) for k, v in view.items()}
-    return {k: v for k, v in out.items() if v is not None}
-
-
-def _row_params(record: Record) -> dict[str, Any]:
-    return {
-        "id": record.id, "embedding": record.vector, "memory": record.memory,
-        "hash": record.hash, "user_id": record.user_id, "agent_id": record.agent_id,
-        "run_id": record.run_id, "created_at": _when(record.created_at),
-        "updated_at": _when(record.updated_at), "metadata": Jsonb(record.metadata),
-        "folded": Jsonb(folded(record)), "supersedes": record.supersedes,
-        "memory_type": record.memory_type, "importance": record.importance,
-        "confidence": record.confidence, "access_count": record.access_count,
-        **{k: None if getattr(record, k) is None else _when(getattr(record, k))
-           for k in _PERIOD_COLUMNS},
-    }
-
-
-def _row(record: Record) -> tuple[Any, ...]:
-    """The values of :data:`_INSERTED` for ``record``."""
-    params = _row_params(record)
-    return tuple(params[column] for column in _INSERTED)
-
-
-def _record(row: Sequence[Any]) -> Record:
-    id, memory, hash, user_id, agent_id, run_id, created_at, updated_at, metadata = row[:9]
-    valid_from, valid_to, expires_at = (None if t is None else to_iso(t) for t in row[9:12])
-    memory_type, importance, confidence, access_count, last_accessed_at = row[13:18]
-    return Record(
-        id=id, memory=memory, hash=hash, user_id=user_id, agent_id=agent_id, run_id=run_id,
-        created_at=to_iso(created_at), updated_at=to_iso(updated_at), metadata=dict(metadata),
-        valid_from=valid_from, valid_to=valid_to, expires_at=expires_at, supersedes=row[12],
-        memory_type=memory_type, importance=importance, confidence=confidence,
-        access_count=access_count,
-        last_accessed_at=None if last_accessed_at is None else to_iso(last_accessed_at),
-    )
-
-
-def build_memory_kb(rows: int, dimension: int, setting_kb: int, cap_mb: int) -> int:
-    """The ``maintenance_work_mem`` (kB) an HNSW build of ``rows`` vectors asks for: what its
-    graph holds (pgvector notes when a build outgrows it), with room to spare, at most
-    ``cap_mb``, and never less than the server's own setting."""
-    needed_kb = rows * (4 * dimension + _GRAPH_BYTES_PER_ROW) // 1024 + _BUILD_SLACK_KB
-    return max(setting_kb, min(needed_kb, 1024 * cap_mb))
-
-
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(n) for n in re.findall(r"\d+", text)[:3])
 
 
 # -- the store -----------------------------------------------------------------
@@ -442,7 +135,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
     def _bind(self, table: str) -> None:
         """Use ``table``: the collection's own, or that of its last re-embedding."""
         self._table_name, self._table = table, sql.Identifier(table)
-        self._hnsw = sql.Identifier(f"{table}_hnsw")
+        self._hnsw = hnsw_index(table)
 
     # -- connections ----------------------------------------------------
     def _sync_pool(self) -> ConnectionPool[Any]:
@@ -497,7 +190,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
 
     def _opened(self, extension_version: str, dimension: int) -> None:
         self._dimension = dimension
-        self._iterative_scan = _version(extension_version) >= (0, 8)
+        self._iterative_scan = version_tuple(extension_version) >= (0, 8)
 
     def _open_op(self, dimension: int, model: str) -> Op[str]:
         """Check the collection's entry and create what its schema lacks; an up-to-date
@@ -505,9 +198,9 @@ class PgVectorStore(PoolOwner, DrivenStore):
         stored = yield from self._stored()
         if stored is not None:
             self._check_stored(stored, dimension, model)
-        if stored is None or (yield from missing(self._schema(dimension))):
+        if stored is None or (yield from missing(table_schema(self._table_name, dimension))):
             yield from ddl_lock()  # one opener at a time creates what is missing
-            yield from create_missing(_META_SCHEMA)
+            yield from create_missing(META_SCHEMA)
             yield Statement(
                 sql.SQL("INSERT INTO {meta} VALUES (%(n)s, %(d)s, %(m)s) ON CONFLICT (name)"
                         " DO NOTHING").format(meta=sql.Identifier(META_TABLE)),
@@ -516,13 +209,13 @@ class PgVectorStore(PoolOwner, DrivenStore):
             stored = yield from self._stored()
             assert stored is not None
             self._check_stored(stored, dimension, model)
-            yield from create_missing(self._schema(dimension))
+            yield from create_missing(table_schema(self._table_name, dimension))
         rows = yield Statement(sql.SQL("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
         return str(rows[0][0])
 
     def _stored(self) -> Op[tuple[int, str, str | None] | None]:
         """The collection's entry in ``memkit_collections``: dimension, model, live table."""
-        if (yield from missing(_META_SCHEMA)):
+        if (yield from missing(META_SCHEMA)):
             return None
         rows = yield Statement(
             sql.SQL("SELECT dimension, model, live FROM {meta} WHERE name = %(n)s")
@@ -535,55 +228,6 @@ class PgVectorStore(PoolOwner, DrivenStore):
         stored_dimension, stored_model, live = stored
         check_collection(self.collection_name, (stored_dimension, stored_model), dimension, model)
         self._bind(live or self.collection_name)
-
-    def _schema(self, dimension: int) -> list[Statement]:
-        t = self._table
-        return [
-            Statement(sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {t} ("
-                ' id text COLLATE "C" PRIMARY KEY,'
-                " embedding vector({dim}) NOT NULL,"
-                " memory text NOT NULL, hash text NOT NULL,"
-                " user_id text, agent_id text, run_id text,"
-                " created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,"
-                " metadata jsonb NOT NULL DEFAULT '{{}}', folded jsonb NOT NULL DEFAULT '{{}}',"
-                " fts tsvector GENERATED ALWAYS AS (to_tsvector({cfg}, memory)) STORED)"
-            ).format(t=t, dim=sql.Literal(dimension), cfg=sql.Literal(_TS_CONFIG))),
-            # tables written before memkit kept versions lack the temporal columns
-            Statement(sql.SQL(
-                "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS valid_from timestamptz,"
-                " ADD COLUMN IF NOT EXISTS valid_to timestamptz,"
-                " ADD COLUMN IF NOT EXISTS expires_at timestamptz,"
-                " ADD COLUMN IF NOT EXISTS supersedes text,"
-                " ADD COLUMN IF NOT EXISTS memory_type text,"
-                " ADD COLUMN IF NOT EXISTS importance float8,"
-                " ADD COLUMN IF NOT EXISTS confidence float8,"
-                " ADD COLUMN IF NOT EXISTS access_count bigint,"
-                " ADD COLUMN IF NOT EXISTS last_accessed_at timestamptz"
-            ).format(t=t)),
-            # pgvector's HNSW limit for vector
-            *([self._create_hnsw()] if dimension <= _MAX_HNSW_DIMENSIONS else []),
-            *self._create_secondary(),
-        ]
-
-    def _secondary(self) -> list[tuple[sql.Identifier, sql.Composable]]:
-        """The btree and full-text indexes: each one's name and what it indexes."""
-        name = self._table_name
-        return [
-            *((sql.Identifier(f"{name}_{column}"), sql.SQL("({})").format(sql.Identifier(column)))
-              for column in (*_SCOPE_COLUMNS, "hash", "created_at", "updated_at", "valid_from",
-                             "valid_to", "expires_at", "supersedes", "memory_type")),
-            (sql.Identifier(f"{name}_fts"), sql.SQL("USING gin (fts)")),
-        ]
-
-    def _create_secondary(self) -> list[Statement]:
-        return [Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} {on}").format(
-            i=index, t=self._table, on=on)) for index, on in self._secondary()]
-
-    def _create_hnsw(self) -> Statement:
-        return Statement(sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
-        ).format(i=self._hnsw, t=self._table))
 
     def drop(self) -> None:
         """Delete the collection: its table and its entry in ``memkit_collections``."""
@@ -656,36 +300,18 @@ class PgVectorStore(PoolOwner, DrivenStore):
             self._check_vector(record, required=True)
         if not records:
             return
-        rows = [_row(r) for r in records]  # before the table is locked
+        rows = [row_of(r) for r in records]  # before the table is locked
         rebuild = len(records) >= BULK_ROWS and (yield from self._rebuilds(len(records)))
         if rebuild:  # every index: a build from sorted rows beats as many inserts
-            indexes = [self._hnsw, *(index for index, _ in self._secondary())]
-            yield Statement(sql.SQL("DROP INDEX IF EXISTS {}").format(
-                sql.SQL(", ").join(indexes)))
+            yield drop_indexes(self._table_name)
         yield Statement(
             sql.SQL("COPY {t} ({c}) FROM STDIN (FORMAT BINARY)").format(
-                t=self._table, c=sql.SQL(", ").join(map(sql.Identifier, _INSERTED))),
-            rows, copy_types=_INSERTED_TYPES,
+                t=self._table, c=sql.SQL(", ").join(map(sql.Identifier, INSERTED))),
+            rows, copy_types=INSERTED_TYPES,
         )
         if rebuild:
-            yield from self._build_indexes()
-
-    def _build_indexes(self) -> Op[None]:
-        """Build every index in this transaction, the HNSW one with memory enough for its
-        graph: a build that outgrows ``maintenance_work_mem`` goes on page by page, many
-        times slower."""
-        (rows, memory_kb), = yield Statement(sql.SQL(
-            "SELECT count(*), (SELECT setting::bigint FROM pg_settings"
-            " WHERE name = 'maintenance_work_mem') FROM {t}").format(t=self._table))
-        assert self._dimension is not None
-        wanted_kb = build_memory_kb(rows, self._dimension, int(memory_kb), self.max_build_memory_mb)
-        if wanted_kb > int(memory_kb):
-            yield Statement(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(
-                sql.Literal(f"{wanted_kb}kB")))
-        yield from each([*self._create_secondary(), self._create_hnsw()])
-        # Fresh statistics: without them the planner may take the HNSW index for a
-        # search scoped to a few rows that the btree on the scope answers exactly.
-        yield Statement(sql.SQL("ANALYZE {t}").format(t=self._table))
+            assert self._dimension is not None
+            yield from build_indexes(self._table_name, self._dimension, self.max_build_memory_mb)
 
     def _rebuilds(self, rows: int) -> Op[bool]:
         """Whether inserting ``rows`` rows should rebuild the HNSW index rather than grow it:
@@ -718,7 +344,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
                     " last_accessed_at = %(last_accessed_at)s"
                     " WHERE id = %(id)s RETURNING id"
                 ).format(t=self._table),
-                _row_params(record),
+                row_params(record),
             )
             if not rows:
                 raise VectorStoreError(f"no record {record.id} to update")
@@ -733,10 +359,10 @@ class PgVectorStore(PoolOwner, DrivenStore):
     def _get(self, id: str) -> Op[Record | None]:
         rows = yield Statement(
             sql.SQL("SELECT {cols} FROM {t} WHERE id = %(id)s").format(
-                cols=_COLUMNS, t=self._table),
+                cols=COLUMNS, t=self._table),
             {"id": id},
         )
-        return _record(rows[0]) if rows else None
+        return record_of(rows[0]) if rows else None
 
     def _search(self, vector: Vector, limit: int, filter: Filter | None) -> Op[list[Hit]]:
         self._check_shape(vector)
@@ -753,7 +379,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
             sql.Literal(min(max(limit, self.ef_search), _MAX_EF_SEARCH))))
         query = sql.SQL(
             "SELECT {cols}, {d} AS distance FROM {t} WHERE {w} ORDER BY {d} LIMIT %(k)s"
-        ).format(cols=_COLUMNS, d=distance, t=self._table, w=where)
+        ).format(cols=COLUMNS, d=distance, t=self._table, w=where)
         rows = yield Statement(query, params)
         if len(rows) < limit:
             # The index may stop early (pgvector < 0.8, or its scan limits); an exact
@@ -762,9 +388,9 @@ class PgVectorStore(PoolOwner, DrivenStore):
             rows = yield Statement(sql.SQL(
                 "WITH matching AS MATERIALIZED (SELECT {cols}, {d} AS distance FROM {t}"
                 " WHERE {w}) SELECT * FROM matching ORDER BY distance LIMIT %(k)s"
-            ).format(cols=_COLUMNS, d=distance, t=self._table, w=where), params)
-        rows.sort(key=lambda row: (row[_RANK], row[0]))
-        return [Hit(_record(row), cosine_to_score(1.0 - float(row[_RANK]))) for row in rows]
+            ).format(cols=COLUMNS, d=distance, t=self._table, w=where), params)
+        rows.sort(key=lambda row: (row[RANK], row[0]))
+        return [Hit(record_of(row), cosine_to_score(1.0 - float(row[RANK]))) for row in rows]
 
     def _keyword_search(self, text: str, limit: int, filter: Filter | None) -> Op[list[Hit]]:
         words = [w for w in text.split() if any(ch.isalnum() for ch in w)]
@@ -772,7 +398,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
             return []
         where, params = translate(filter)
         params |= {f"w{i}": word for i, word in enumerate(words)}
-        params |= {"k": limit, "cfg": _TS_CONFIG}
+        params |= {"k": limit, "cfg": TS_CONFIG}
         # Any of the words, each read by plainto_tsquery as plain text (never as
         # query syntax), as the sqlite store's FTS5 query does.
         query = sql.SQL(" || ").join(
@@ -782,11 +408,11 @@ class PgVectorStore(PoolOwner, DrivenStore):
         rows = yield Statement(sql.SQL(
             "SELECT {cols}, ts_rank(fts, query) AS rank FROM {t}, (SELECT {q}) AS q(query)"
             " WHERE fts @@ query AND {w} ORDER BY rank DESC, id LIMIT %(k)s"
-        ).format(cols=_COLUMNS, t=self._table, q=query, w=where), params)
-        best = max((float(row[_RANK]) for row in rows), default=0.0)
+        ).format(cols=COLUMNS, t=self._table, q=query, w=where), params)
+        best = max((float(row[RANK]) for row in rows), default=0.0)
         # Relative to the best hit, as the sqlite store scales bm25: the best scores 1.
         return [
-            Hit(_record(row), min(1.0, max(0.0, float(row[_RANK]) / best)) if best > 0 else 1.0)
+            Hit(record_of(row), min(1.0, max(0.0, float(row[RANK]) / best)) if best > 0 else 1.0)
             for row in rows
         ]
 
@@ -809,8 +435,8 @@ class PgVectorStore(PoolOwner, DrivenStore):
                 params |= {"cursor": cursor}
         rows = yield Statement(sql.SQL(
             "SELECT {cols} FROM {t} WHERE {w} ORDER BY {by} LIMIT %(k)s"
-        ).format(cols=_COLUMNS, t=self._table, w=where, by=by), params)
-        page = [_record(row) for row in rows[:limit]]
+        ).format(cols=COLUMNS, t=self._table, w=where, by=by), params)
+        page = [record_of(row) for row in rows[:limit]]
         return page, (cursor_of(page[-1], order) if len(rows) > limit and page else None)
 
     def _count(self, filter: Filter | None) -> Op[int]:
@@ -826,7 +452,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
         check_projection(fields)
         where, params = translate(filter)
         columns = [sql.SQL("to_char({c} AT TIME ZONE 'UTC', {f})").format(
-            c=sql.Identifier(f), f=sql.Literal(_ISO_FORMAT)) if f in TIME_FIELDS
+            c=sql.Identifier(f), f=sql.Literal(ISO_FORMAT)) if f in TIME_FIELDS
             else sql.Identifier(f) for f in fields]
         rows = yield Statement(sql.SQL("SELECT {c} FROM {t} WHERE {w}").format(
             c=sql.SQL(", ").join(columns), t=self._table, w=where), params)
