@@ -15,8 +15,9 @@ pytest.importorskip("chromadb")
 from memkit._errors import ConfigError
 from memkit._filters import condition, parse_filter
 from memkit._time import to_iso
+from memkit.stores._chroma_where import encode_metadata, translate
 from memkit.stores.base import Record
-from memkit.stores.chroma import ChromaStore, encode_metadata, translate
+from memkit.stores.chroma import ChromaStore
 from tests.conftest import unique_name
 
 pytestmark = pytest.mark.engine  # a store library beyond memory and SQLite
