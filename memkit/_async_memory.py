@@ -113,9 +113,10 @@ class AsyncMemory(Client):
             include_expired=include_expired, min_confidence=min_confidence, graph=graph,
             scopes=scopes, offset=offset, rerank=rerank))
 
-    async def get(self, memory_id: str) -> MemoryItem | None:
+    async def get(self, memory_id: str, *, reinforce: bool = True) -> MemoryItem | None:
         """See :meth:`Memory.get`."""
-        return await self._runtime.arun(get_flow(memory_id, self._settings.now(), self._settings.lifecycle))
+        return await self._runtime.arun(get_flow(memory_id, self._settings.now(),
+                                                 self._settings.lifecycle, bool(reinforce)))
 
     async def get_all(
         self,

@@ -153,9 +153,13 @@ class Memory(Client):
             include_expired=include_expired, min_confidence=min_confidence, graph=graph,
             scopes=scopes, offset=offset, rerank=rerank))
 
-    def get(self, memory_id: str) -> MemoryItem | None:
-        """The memory with this id if it is valid now, or ``None`` (see :meth:`versions`)."""
-        return self._runtime.run(get_flow(memory_id, self._settings.now(), self._settings.lifecycle))
+    def get(self, memory_id: str, *, reinforce: bool = True) -> MemoryItem | None:
+        """The memory with this id if it is valid now, or ``None`` (see :meth:`versions`).
+        With reinforcement on (config ``lifecycle.reinforce``) the read reinforces the
+        memory as a search hit does; ``reinforce=False`` looks without using it (a check
+        before a delete, an operator's inspection)."""
+        return self._runtime.run(get_flow(memory_id, self._settings.now(), self._settings.lifecycle,
+                                          bool(reinforce)))
 
     def get_all(
         self,

@@ -465,7 +465,7 @@ class MemoryTools:
             while True:
                 method, args, kwargs = plan.send(result)
                 if self.fixed and method in _BY_ID:
-                    self._check_owned(args, self.memory.get(args[0]))
+                    self._check_owned(args, self.memory.get(args[0], reinforce=False))
                 result = getattr(self.memory, method)(*args, **kwargs)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
@@ -487,7 +487,7 @@ class MemoryTools:
             while True:
                 method, args, kwargs = plan.send(result)
                 if self.fixed and method in _BY_ID:
-                    self._check_owned(args, await run("get", args[0]))
+                    self._check_owned(args, await run("get", args[0], reinforce=False))
                 result = await run(method, *args, **kwargs)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]

@@ -181,3 +181,29 @@ def test_graph_tools_run_on_a_memory_with_a_graph_store(mode: str) -> None:
     assert call("delete_entities", names=["Acme", "nobody"])["names"] == ["Acme"]
     with pytest.raises(MemkitError, match="invalid arguments"):
         call("create_entities", entities=[])
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_models_read_reinforces_once_its_feedback_and_delete_do_not(mode: str) -> None:
+    import asyncio
+
+    config = {"lifecycle": {"reinforce": True, "flush_every": 1}}
+    memory: Memory | AsyncMemory = (Memory if mode == "sync" else AsyncMemory)(
+        config, llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=InMemoryStore())
+    tools = MemoryTools(memory, user_id="alice")
+
+    def call(name: str, args: dict[str, object]) -> dict[str, object]:
+        return tools.call(name, args) if mode == "sync" else asyncio.run(tools.acall(name, args))
+
+    def look(memory_id: str) -> dict[str, object]:
+        got = memory.versions(memory_id) if mode == "sync" else asyncio.run(
+            memory.versions(memory_id))  # type: ignore[arg-type]
+        return got[-1].model_dump()  # type: ignore[union-attr,index]
+
+    tea, chess = (call("add_memory", {"content": t, "infer": False})["results"][0]["id"]  # type: ignore[index]
+                  for t in ("User likes tea", "User plays chess"))
+    call("get_memory", {"memory_id": tea})
+    assert look(tea)["access_count"] == 1  # the tool's scope check is not a read
+    call("memory_feedback", {"memory_id": chess, "useful": False})
+    call("delete_memory", {"memory_id": chess})
+    assert (look(chess)["access_count"], look(chess)["confidence"]) == (0, 0.8)

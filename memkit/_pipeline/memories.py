@@ -31,7 +31,7 @@ from memkit._pipeline.effects import (
 )
 from memkit._pipeline.features.forget import end_flow, forget_flow
 from memkit._pipeline.features.graph import GraphSettings
-from memkit._pipeline.features.lifecycle import Lifecycle
+from memkit._pipeline.features.lifecycle import Lifecycle, note_flow
 from memkit._pipeline.features.task_fields import STATUS_PREFIX, checked_update, status_change
 from memkit._pipeline.inputs import (
     Scope,
@@ -55,16 +55,21 @@ from memkit.stores.base import Record, WriteBatch, hash_filter
 T = TypeVar("T")
 
 
-def get_flow(memory_id: str, now: str,
-             lifecycle: Lifecycle | None = None) -> Flow[MemoryItem | None]:
-    """The memory if it is valid ``now`` (past versions: :func:`versions.chain_flow`)."""
+def get_flow(memory_id: str, now: str, lifecycle: Lifecycle | None = None,
+             reinforce: bool = True) -> Flow[MemoryItem | None]:
+    """The memory if it is valid ``now`` (past versions: :func:`versions.chain_flow`). With
+    ``reinforce`` (and reinforcement on) the read is an access, as a search hit is."""
     checked = memory_id_of(memory_id)
     if checked is None:
         return None
     record: Record | None = yield from ask(Get(checked))
     if record is None or not is_valid(record, now):
         return None
-    return record.to_item(confidence=(lifecycle or Lifecycle()).confidence(record, now))
+    life = lifecycle or Lifecycle()
+    item = record.to_item(confidence=life.confidence(record, now))
+    if reinforce:
+        yield from note_flow([record], now, life)
+    return item
 
 
 def get_all_flow(filter: Filter | None, limit: int, lifecycle: Lifecycle | None = None,

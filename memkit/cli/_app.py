@@ -112,7 +112,7 @@ def _with_hint(exc: ImportError, extra: str) -> str:
 def _resolve_id(memory: Memory, given: str) -> str:
     """``given`` if a memory has that id, else the one memory whose id starts with it."""
     try:
-        if memory.get(given) is not None:
+        if memory.get(given, reinforce=False) is not None:
             return given
     except MemkitError:
         pass
@@ -269,11 +269,14 @@ def search(
 @app.command()
 def get(
     ctx: typer.Context, memory_id: Annotated[str, typer.Argument(metavar="ID")],
+    reinforce: Annotated[bool, typer.Option(
+        "--reinforce/--no-reinforce",
+        help="Count the read as a use (with reinforcement on); --no-reinforce only looks.")] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """One memory by id (or a unique prefix of it)."""
     with _memory(ctx) as memory:
-        item = memory.get(_resolve_id(memory, memory_id))
+        item = memory.get(_resolve_id(memory, memory_id), reinforce=reinforce)
     if item is None:
         fail(f"no memory with id {memory_id!r}")
     data = item.model_dump(mode="json", exclude={"score"})

@@ -98,8 +98,11 @@ Mem = Annotated[AsyncMemory, Depends(_memory)]
 Feed = Annotated[Broadcaster, Depends(_feed)]
 
 
-async def visible(mem: AsyncMemory, grant: Grant, memory_id: str) -> MemoryItem:
-    item = await mem.get(memory_id)
+async def visible(mem: AsyncMemory, grant: Grant, memory_id: str,
+                  reinforce: bool = False) -> MemoryItem:
+    """The current memory ``memory_id`` if the key may see it; a route's own check reads it
+    without reinforcing it (only a caller's read is a use)."""
+    item = await mem.get(memory_id, reinforce=reinforce)
     if item is None:
         raise NotFoundError(f"no memory with id {memory_id!r}")
     if not grant.can_see(_item_scope(item)):
@@ -239,8 +242,13 @@ async def search_post(body: SearchBody, grant: Auth, mem: Mem) -> SearchResult:
 
 
 @router.get("/memories/{memory_id}/", response_model=MemoryItem, summary="Get a memory")
-async def get_memory(memory_id: str, grant: Auth, mem: Mem) -> MemoryItem:
-    return await visible(mem, grant, memory_id)
+async def get_memory(
+    memory_id: str, grant: Auth, mem: Mem,
+    reinforce: Annotated[bool, Query(description=(
+        "Count the read as a use (with reinforcement on); false only looks")),
+    ] = True,
+) -> MemoryItem:
+    return await visible(mem, grant, memory_id, reinforce)
 
 
 @router.put("/memories/{memory_id}/", response_model=MemoryItem, summary="Update a memory")
@@ -275,7 +283,7 @@ async def delete_memory(
 async def memory_history(memory_id: str, grant: Auth, mem: Mem) -> list[HistoryRecord]:
     """Every change, oldest first; still readable after the memory is deleted."""
     rows = await mem.history(memory_id)
-    item = await mem.get(memory_id)
+    item = await mem.get(memory_id, reinforce=False)
     scope = _item_scope(item) if item else (_item_scope(rows[-1]) if rows else None)
     if scope is None:
         raise NotFoundError(f"no memory with id {memory_id!r}")

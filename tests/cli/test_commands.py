@@ -47,6 +47,11 @@ def test_memory_commands(tmp_path: Path) -> None:
 
     hits = memkit_json(db, "search", "green tea", "-u", "alice")["results"]
     assert hits[0]["id"] == tea
+    used = tmp_path / "reinforce.json"
+    used.write_text('{"lifecycle": {"reinforce": true, "flush_every": 1}}')
+    memkit_json(db, "--config", str(used), "get", tea[:8])  # a read: one access
+    looked = memkit_json(db, "--config", str(used), "get", tea, "--no-reinforce")
+    assert looked["access_count"] == 1
     decay = tmp_path / "decay.json"
     decay.write_text('{"lifecycle": {"decay": true}}')
     old = memkit_json(db, "--config", str(decay), "add", "Call the bank", "-u", "bob",

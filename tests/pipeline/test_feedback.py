@@ -114,9 +114,9 @@ def test_feedback_raises_or_lowers_confidence_through_the_buffer(make_memory: Ma
     clock.advance(30)  # both at about 0.5
     m.feedback(good.id, useful=True)
     m.feedback(bad.id, useful=False)
-    assert m.get(good.id).access_count == 0  # type: ignore[union-attr]  # still buffered
+    assert m.get(good.id, reinforce=False).access_count == 0  # type: ignore[union-attr]  # still buffered
     m.stats(user_id="u")  # writes the buffer
-    liked, disliked = m.get(good.id), m.get(bad.id)
+    liked, disliked = m.get(good.id, reinforce=False), m.get(bad.id, reinforce=False)
     assert liked is not None and disliked is not None
     assert liked.confidence == pytest.approx(0.6, abs=0.01) and liked.access_count == 1
     assert disliked.confidence == pytest.approx(0.3, abs=0.01) and disliked.access_count == 0

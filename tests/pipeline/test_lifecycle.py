@@ -154,7 +154,7 @@ def test_seed000_10_3_reinforced_memory_outlives_unreinforced(make_memory: MakeM
                       limit=1).results
     assert hit.id == used.id
     clock.advance(40)
-    reinforced, plain = m.get(used.id), m.get(idle.id)
+    reinforced, plain = m.get(used.id, reinforce=False), m.get(idle.id, reinforce=False)
     assert reinforced is not None and plain is not None
     assert plain.confidence == pytest.approx(0.25, abs=0.01)
     assert reinforced.confidence > plain.confidence
@@ -211,11 +211,29 @@ def test_reinforcement_is_buffered_not_written_per_search(make_memory: MakeMemor
     for _ in range(3):
         clock.advance(1)
         assert [r.id for r in m.search("tea", user_id="u").results] == [added.id]
-    assert m.get(added.id).access_count == 0  # type: ignore[union-attr]
+    assert m.get(added.id, reinforce=False).access_count == 0  # type: ignore[union-attr]
     m.prune(dry_run=True)  # writes what is buffered first
-    item = m.get(added.id)
+    item = m.get(added.id, reinforce=False)
     assert item is not None and item.access_count == 3
     assert item.last_accessed_at == START + timedelta(days=3)
+
+
+def test_get_reinforces_like_a_search_hit_unless_told_not_to(make_memory: MakeMemory) -> None:
+    clock = Clock()
+    m = decaying(make_memory, clock, flush_every=1)
+    added = m.add("User likes tea", user_id="u", infer=False).results[0]
+    clock.advance(30)
+    looked = m.get(added.id, reinforce=False)
+    assert looked is not None and looked.confidence == pytest.approx(0.5)
+    read = m.get(added.id)  # the caller's read: an access, written (flush_every=1)
+    assert read is not None and read.access_count == 0 and read.confidence == pytest.approx(0.5)
+    after = m.get(added.id, reinforce=False)
+    assert after is not None and after.access_count == 1
+    assert after.confidence == pytest.approx(0.6) and after.last_accessed_at == clock.now
+    plain = make_memory(config={"lifecycle": {"reinforce": False, "flush_every": 1}})
+    kept = plain.add("User likes tea", user_id="u", infer=False).results[0]
+    plain.get(kept.id)
+    assert plain.get(kept.id).access_count == 0  # type: ignore[union-attr]
 
 
 @pytest.mark.every_store

@@ -99,3 +99,26 @@ def test_prune_forgets_low_confidence_memories_of_the_keys_scope() -> None:
         assert alice.get(f"/v1/memories/{keep}/").status_code == 200
         assert len(bob.get("/v1/memories/").json()["results"]) == 1
         assert bob.post("/v1/prune/", json={"user_id": "alice"}).status_code == 403
+
+
+def test_a_callers_read_reinforces_a_memory_the_routes_own_checks_do_not() -> None:
+    with serving(create_app(_memory(reinforce=True, flush_every=1), api_keys=KEYS)) as url:
+        alice = _client(url, "alice-key")
+        tea, chess, golf = (alice.post("/v1/memories/", json={"messages": t, "infer": False}
+                                       ).json()["results"][0]["id"]
+                            for t in ("User likes tea", "User plays chess", "User golfs"))
+
+        def accesses(memory_id: str) -> int:
+            item = alice.get(f"/v1/memories/{memory_id}/", params={"reinforce": False}).json()
+            return int(item["access_count"])
+
+        alice.get(f"/v1/memories/{tea}/")
+        assert accesses(tea) == 1
+        alice.post(f"/v1/memories/{chess}/feedback/", json={"useful": False})
+        alice.put(f"/v1/memories/{chess}/", json={"importance": 0.5})
+        alice.get(f"/v1/memories/{chess}/history/")
+        chess_item = alice.get(f"/v1/memories/{chess}/", params={"reinforce": False}).json()
+        assert chess_item["access_count"] == 0 and chess_item["confidence"] == 0.8
+        alice.delete(f"/v1/memories/{golf}/")
+        [ended] = alice.get(f"/v1/memories/{golf}/versions/").json()
+        assert ended["valid_to"] is not None and ended["access_count"] == 0

@@ -85,7 +85,7 @@ export async function renderMemory(ctx, root, id) {
   const current = last && last.id === id && !last.valid_to &&
     !(last.expires_at && Date.parse(last.expires_at) <= now) &&
     !(last.valid_from && Date.parse(last.valid_from) > now);
-  const item = current ? await optional(api('GET', `${path}/`)) : null;
+  const item = current ? await optional(api('GET', `${path}/?reinforce=false`)) : null;
   const state = {editing: false};
   const rerender = message => { ctx.go(`#/memory/${encodeURIComponent(id)}`); if (message) setTimeout(() => ctx.say(message), 50); };
   const shown = item || versions?.[versions.length - 1];
