@@ -114,7 +114,7 @@ class LifecycleConfig(_Section):
     default_half_life_days: float | None = Field(default=30.0, gt=0)
     """For memories without a type, or of a type not in ``half_life_days``."""
     reinforce: bool | None = None
-    """Search hits raise confidence and count accesses (default: when decay is on)."""
+    """Search hits and reads (``get``) raise confidence and count accesses (default: when decay is on)."""
     reinforcement: float = Field(default=0.1, ge=0, le=1)
     flush_every: int = Field(default=64, ge=1)
     """Accessed memories buffered before their reinforcement is written in one go."""
@@ -152,6 +152,9 @@ class MemoryConfig(_Section):
     search: SearchConfig = Field(default_factory=SearchConfig)
     lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)
     candidates_per_fact: int = Field(default=5, ge=1, le=50)
+    dedup_threshold: float | None = Field(default=None, gt=0, le=1)
+    """Cosine similarity from which a new memory is a near-duplicate of one its scope holds:
+    it is not added, and the add reports the existing memory as NONE (off when None)."""
     graph_store: GraphStoreConfig | None = None
     """Graph memory: entities and relations beside the memories (off when None)."""
     reranker: RerankerConfig | None = None

@@ -67,7 +67,7 @@ class Rerank(Returns[list[tuple[int, float]]]):
 
 @dataclass(frozen=True, slots=True)
 class Search(Returns[list[Hit]]):
-    """-> list[Hit]"""
+    """-> list[Hit]; also a write effect (the near-duplicate check inside the transaction)"""
 
     vector: Vector
     limit: int
@@ -478,7 +478,7 @@ Effect: TypeAlias = (
     | OpenShadow | DropShadow | UseEmbedder | OnShadow[Any] | ReadNotes | AppendLog | Rerank
 )
 WriteEffect: TypeAlias = (
-    ListRecords | Insert | Update | Delete | AppendHistory | GraphEffect | OnShadow[Any] | Switch
+    ListRecords | Search | Insert | Update | Delete | AppendHistory | GraphEffect | OnShadow[Any] | Switch
 )
 Flow: TypeAlias = Generator[Effect, object, T]
 """A flow: yields effects, is sent their results (through :func:`ask`), returns ``T``."""

@@ -168,6 +168,7 @@ def add(
         lifecycle=lifecycle,
         graph=s.graph,
         entities=named,
+        dedup_threshold=s.config.dedup_threshold,
     )
     life = s.config.lifecycle
     flow = add_flow(request)

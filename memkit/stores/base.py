@@ -151,7 +151,9 @@ class WriteBatch:
     skipped, atomically with respect to other writers of the store; their
     history rows too. ``versions`` (past versions) are inserted as they are.
     When a record matches ``unless``, or none matches ``requires``, nothing is
-    applied (``ConflictError``).
+    applied (``ConflictError``). With ``near`` (a cosine similarity), an add whose vector
+    is at least that similar to a record of ``dedup_scope`` valid at ``valid_at`` (or to an
+    earlier add of the batch) is skipped as a duplicate too.
     """
 
     adds: list[Record] = field(default_factory=list)
@@ -163,6 +165,7 @@ class WriteBatch:
     valid_at: str | None = None
     unless: Filter | None = None
     requires: Filter | None = None
+    near: float | None = None
 
 
 def hash_filter(scope: Filter | None, hashes: Sequence[str]) -> Filter:

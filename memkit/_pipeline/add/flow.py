@@ -70,6 +70,13 @@ class AddRequest:
     graph: GraphSettings | None = None
     #: the entities (names or ids) the memories are about (``entities=``; needs ``graph``)
     entities: tuple[str, ...] = ()
+    #: cosine similarity from which a new memory is a near-duplicate (off when None)
+    dedup_threshold: float | None = None
+
+    def batch(self) -> WriteBatch:
+        """The empty batch this add fills: deduplicated within its scope, as of its time."""
+        return WriteBatch(dedup_scope=self.scope.filter(), valid_at=self.timestamp,
+                          near=self.dedup_threshold)
 
     @property
     def graph_scope(self) -> GraphScope:
@@ -177,8 +184,7 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
         for hit in (yield from ask(Search(vector, req.candidates_per_fact, search_filter))):
             shown.setdefault(hit.record.id, hit.record)
     existing = list(shown.values())
-    plan = _Plan(req, WriteBatch(dedup_scope=scope_filter, valid_at=req.timestamp), errors=errors,
-                 kinds=kinds)
+    plan = _Plan(req, req.batch(), errors=errors, kinds=kinds)
     known = {r.hash: r for r in existing}
     pending: list[str] = []
     vector_of: dict[str, Vector] = {}
@@ -459,7 +465,7 @@ def _apply(plan: _Plan, graph: GraphPlan | None = None,
 def _add_verbatim(req: AddRequest, graph: GraphPlan | None) -> Flow[AddResult]:
     """``infer=False``: every non-system message becomes a memory as it is (linked to the
     entities the caller named, with ``graph``)."""
-    plan = _Plan(req, WriteBatch(dedup_scope=req.scope.filter(), valid_at=req.timestamp))
+    plan = _Plan(req, req.batch())
     kept = [m for m in req.messages if m["role"] != "system" and m["content"].strip()]
     if not kept:
         return AddResult()

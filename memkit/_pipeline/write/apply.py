@@ -2,8 +2,9 @@
 
 Duplicate detection lives here, once for every store: an add whose hash the
 scope already holds (or that an earlier add of the batch holds) is skipped,
-and the memory that won is reported, so concurrent adds of one fact leave one
-memory. The reads and writes below run in one transaction of the store
+and so, with ``dedup_threshold`` configured, is an add whose vector is that
+similar to one of them; the memory that won is reported, so concurrent adds
+of one fact leave one memory. The reads and writes below run in one transaction of the store
 (:meth:`memkit.stores.base.VectorStore.transaction`), the history rows too.
 """
 
@@ -12,6 +13,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Generator
 from dataclasses import dataclass, field
+from typing import cast
+
+import numpy as np
 
 from memkit._errors import ConflictError
 from memkit._filters import Filter, all_of
@@ -22,6 +26,7 @@ from memkit._pipeline.effects import (
     Flow,
     Insert,
     ListRecords,
+    Search,
     Transaction,
     Update,
     WriteFlow,
@@ -32,7 +37,7 @@ from memkit._pipeline.effects import (
 from memkit._pipeline.inputs import Scope
 from memkit._pipeline.write.versions import valid_at
 from memkit._time import to_datetime
-from memkit.stores.base import Record, WriteBatch, hash_filter
+from memkit.stores.base import Hit, Record, Vector, WriteBatch, cosine_to_score, hash_filter
 
 _PAGE = 1000
 
@@ -84,8 +89,9 @@ def apply_flow(batch: WriteBatch) -> WriteFlow[Applied]:
     return Applied(winners)
 
 
-def duplicates(batch: WriteBatch) -> Generator[ListRecords, object, dict[str, Record]]:
-    """The adds of ``batch`` that are duplicates, each mapped to the memory that holds its text."""
+def duplicates(batch: WriteBatch) -> Generator[ListRecords | Search, object, dict[str, Record]]:
+    """The adds of ``batch`` that are duplicates, each mapped to the memory that holds its
+    text (or, with ``batch.near``, a text that close)."""
     winners: dict[str, Record] = {}
     if not batch.adds:
         return winners
@@ -94,14 +100,45 @@ def duplicates(batch: WriteBatch) -> Generator[ListRecords, object, dict[str, Re
     current = None if batch.valid_at is None else valid_at(batch.valid_at, begun=False)
     for record in (yield from scan(all_of(hashes, current))):
         held.setdefault(record.hash, record)
+    kept: list[Record] = []
     for record in batch.adds:
         if record.valid_to is not None:  # a past version (an import): never a duplicate
             continue
         if record.hash in held:
             winners[record.id] = held[record.hash]
+            continue
+        near = None if batch.near is None or record.vector is None else (
+            yield from _nearest(record, kept, batch.near, all_of(batch.dedup_scope, current)))
+        if near is not None:
+            winners[record.id] = near
         else:
             held[record.hash] = record
+            kept.append(record)
     return winners
+
+
+def _nearest(record: Record, earlier: list[Record], cosine: float, where: Filter | None,
+             ) -> Generator[Search, object, Record | None]:
+    """The stored record (or earlier add of the batch) at least ``cosine`` similar to
+    ``record``, the closest first; ``None`` when there is none."""
+    assert record.vector is not None
+    for other in earlier:
+        if other.vector is not None and _cosine(other.vector, record.vector) >= cosine:
+            return other
+    hits = yield from _search(Search(record.vector, 1, where))
+    if hits and hits[0].score >= cosine_to_score(cosine) - 1e-9:
+        return hits[0].record
+    return None
+
+
+def _cosine(a: Vector, b: Vector) -> float:
+    norms = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(np.dot(a, b)) / norms if norms else 0.0
+
+
+def _search(effect: Search) -> Generator[Search, object, list[Hit]]:
+    result = yield effect
+    return cast(list[Hit], result)
 
 
 def scan(filter: Filter | None) -> Generator[ListRecords, object, list[Record]]:
