@@ -516,8 +516,15 @@ def serve(
     allow_unauthenticated: Annotated[bool, typer.Option(
         help="Allow a non-loopback host with no API keys (the API then still refuses "
              "non-loopback clients).")] = False,
+    prune_every: Annotated[str | None, typer.Option(
+        help="Prune every scope this often (90s, 30m, 1h, 1d); over server.schedule.")] = None,
+    prune_below: Annotated[float | None, typer.Option(
+        min=0, max=1, help="What a scheduled prune forgets: confidence below this (0.05).")] = None,
+    consolidate_every: Annotated[str | None, typer.Option(
+        help="Merge near-duplicates in every scope this often (90s, 30m, 1h, 1d).")] = None,
 ) -> None:
-    """Serve the REST API (extra: server). Keys: config server.api_keys or MEMKIT_API_KEYS."""
+    """Serve the REST API (extra: server). Keys: config server.api_keys or MEMKIT_API_KEYS.
+    Upkeep on a schedule: --prune-every / --consolidate-every, or server.schedule."""
     try:
         import uvicorn
 
@@ -527,6 +534,14 @@ def serve(
         fail(_with_hint(exc, "server"))
     settings = _settings(ctx)
     config = settings.resolve()
+    given = {"prune_every": prune_every, "prune_below": prune_below,
+             "consolidate_every": consolidate_every}
+    if any(v is not None for v in given.values()):
+        server = config.setdefault("server", {})
+        if not isinstance(server, dict):
+            fail("the config's server section must be a mapping")
+        server["schedule"] = {**(server.get("schedule") or {}),
+                              **{k: v for k, v in given.items() if v is not None}}
     try:
         keys = load_keys(None, config)
         if not keys and not is_loopback(host) and not allow_unauthenticated:
@@ -534,6 +549,9 @@ def serve(
                  f"set MEMKIT_API_KEYS (or server.api_keys in the config) to serve on {host}",
                  code=2)
         problem = shared_store_problem(config) if workers > 1 else None
+        if workers > 1 and _scheduled(config):
+            problem = ("a schedule (server.schedule, --prune-every, --consolidate-every) runs "
+                       "in one process: serve it from a separate memkit serve --workers 1")
         if problem:
             fail(f"--workers {workers}: {problem}", code=2)
         app_ = build_app(config)  # in the parent too: a bad config fails once, here
@@ -549,6 +567,13 @@ def serve(
     asyncio.run(app_.state.memory.aclose())
     serve_workers(config, host=host, port=port, workers=workers, log_level=settings.log_level,
                   uvicorn_log_level=uvicorn_level)
+
+
+def _scheduled(config: dict[str, Any]) -> bool:
+    server = config.get("server")
+    schedule = server.get("schedule") if isinstance(server, dict) else None
+    return isinstance(schedule, dict) and any(
+        schedule.get(k) is not None for k in ("prune_every", "consolidate_every"))
 
 
 def _netloc(host: str, port: int) -> str:

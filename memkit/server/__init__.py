@@ -13,5 +13,6 @@ require("fastapi", "server")
 
 from memkit.server._app import create_app  # noqa: E402
 from memkit.server._auth import Grant, load_keys  # noqa: E402
+from memkit.server._schedule import Schedule  # noqa: E402
 
-__all__ = ["Grant", "create_app", "load_keys"]
+__all__ = ["Grant", "Schedule", "create_app", "load_keys"]

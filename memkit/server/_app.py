@@ -19,6 +19,7 @@ from memkit.server._lifecycle_routes import lifecycle_router
 from memkit.server._limits import BodySizeLimit, BrowserGuard
 from memkit.server._notes_routes import notes_router
 from memkit.server._routes import router
+from memkit.server._schedule import Schedule, Scheduler
 
 
 def create_app(
@@ -27,26 +28,36 @@ def create_app(
     api_keys: Mapping[str, Any] | None = None,
     config: Mapping[str, Any] | None = None,
     max_body_bytes: int = 1_000_000,
+    schedule: Schedule | Mapping[str, Any] | None = None,
 ) -> FastAPI:
     """The REST API over ``memory`` (or an ``AsyncMemory`` built from ``config``).
 
     Keys come from ``api_keys``, else ``config["server"]["api_keys"]``, else the
     ``MEMKIT_API_KEYS`` environment variable (JSON). With no key configured anywhere,
     the API accepts only clients on the loopback interface, each with full rights.
+    ``schedule`` (else ``config["server"]["schedule"]``) prunes and consolidates every so
+    often while the app runs (memkit.server._schedule; docs/server.md).
     """
     keys = load_keys(api_keys, config)
+    if schedule is None:
+        server = (config or {}).get("server") or {}
+        schedule = server.get("schedule") if isinstance(server, Mapping) else None
+    upkeep = Schedule.of(schedule)
     owned = memory is None
     if memory is None:
         memory_config = {k: v for k, v in (config or {}).items() if k not in ("server", "mcp")}
         memory = AsyncMemory(memory_config)
     mem = memory
     feed = Broadcaster()
+    scheduler = Scheduler(upkeep, mem, feed)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        scheduler.start()
         try:
             yield
         finally:
+            await scheduler.stop()
             feed.close()
             if owned:
                 await mem.aclose()
@@ -62,6 +73,7 @@ def create_app(
     app.state.memory = mem
     app.state.events = feed
     app.state.api_keys = keys
+    app.state.scheduler = scheduler
 
     app.include_router(router)
     app.include_router(graph_router)

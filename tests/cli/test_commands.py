@@ -203,6 +203,10 @@ def test_serve_answers_and_refuses_public_host_without_keys(tmp_path: Path) -> N
     db = tmp_path / "s.db"
     refused = memkit(db, "serve", "--host", "0.0.0.0", check=False)
     assert refused.returncode == 2 and "API keys" in refused.stderr
+    wrong = memkit(db, "serve", "--prune-every", "soon", check=False)
+    assert wrong.returncode == 1 and "server.schedule.prune_every" in wrong.stderr
+    twice = memkit(db, "serve", "--workers", "2", "--consolidate-every", "1h", check=False)
+    assert twice.returncode == 2 and "runs in one process" in twice.stderr
 
     with httpx.Client() as probe:
         import socket
@@ -210,10 +214,10 @@ def test_serve_answers_and_refuses_public_host_without_keys(tmp_path: Path) -> N
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-        cmd = [sys.executable, "-m", "memkit.cli", "--store", "sqlite", "--path", str(db),
-               "--embedder", "hash", "serve", "--port", str(port)]
-        server = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        cmd = [sys.executable, "-m", "memkit.cli", "-v", "--store", "sqlite", "--path", str(db),
+               "--embedder", "hash", "serve", "--port", str(port), "--prune-every", "0.2s"]
+        log = (tmp_path / "serve.log").open("w")
+        server = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL, stderr=log)
         try:
             deadline = time.monotonic() + 30
             while True:
@@ -229,9 +233,18 @@ def test_serve_answers_and_refuses_public_host_without_keys(tmp_path: Path) -> N
             assert added.status_code == 200
             page = probe.get(f"http://127.0.0.1:{port}/ui/")
             assert page.status_code == 200 and "content-security-policy" in page.headers
+            faded = probe.post(f"http://127.0.0.1:{port}/v1/memories/", json={
+                "messages": "a passing thought", "user_id": "u", "infer": False,
+                "confidence": 0.01}).json()["results"][0]["id"]
+            while probe.get(f"http://127.0.0.1:{port}/v1/memories/{faded}/").status_code != 404:
+                assert server.poll() is None and time.monotonic() < deadline + 30
+                time.sleep(0.1)  # the scheduled prune forgets it
         finally:
             server.terminate()
             server.wait(10)
+            log.close()
+        assert "scheduled prune: 1 memories below confidence 0.05 forgotten" in (
+            tmp_path / "serve.log").read_text()
 
 
 def test_ui_prints_a_link_that_works_once(tmp_path: Path) -> None:

@@ -1,0 +1,72 @@
+"""``server.schedule``: prune and consolidation on a schedule inside the server process,
+beside the requests it serves, logged, on the change feed, and stopped on shutdown."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import httpx
+import pytest
+
+from memkit import AsyncMemory, ConfigError
+from memkit.server import Schedule, create_app
+from memkit.server._schedule import duration_of
+from memkit.stores.memory import InMemoryStore
+from memkit.testing import HashEmbedder, ScriptedLLM
+from tests.server.conftest import serving
+
+
+def test_scheduled_prune_and_consolidation_run_beside_requests_and_stop_on_shutdown(
+        caplog: pytest.LogCaptureFixture) -> None:
+    memory = AsyncMemory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=InMemoryStore())
+    app = create_app(memory, config={"server": {"schedule": {
+        "prune_every": 0.05, "consolidate_every": "0.05s", "prune_below": 0.1}}})
+    scheduler = app.state.scheduler
+    caplog.set_level(logging.INFO, logger="memkit.server")
+    with serving(app) as url, httpx.Client(base_url=url, timeout=10) as client:
+        def add(text: str, **fields: object) -> str:
+            body = {"messages": text, "user_id": "alice", "infer": False, **fields}
+            return str(client.post("/v1/memories/", json=body).json()["results"][0]["id"])
+
+        faded = add("A passing thought", confidence=0.05)
+        kept = add("User likes green tea")
+        twin = add("user likes green tea!")
+        deadline = time.monotonic() + 60
+        while len(client.get("/v1/memories/", params={"user_id": "alice"}).json()["results"]) > 1:
+            assert time.monotonic() < deadline, "no scheduled prune and consolidation ran"
+            time.sleep(0.05)
+        history = client.get(f"/v1/memories/{faded}/history/").json()
+        assert [h["event"] for h in history] == ["ADD", "DELETE"]
+        assert {kept, twin} & {m["id"] for m in client.get(
+            "/v1/memories/", params={"user_id": "alice"}).json()["results"]}
+        states = client.get("/v1/stats/", params={"user_id": "alice"}).json()["by_state"]
+        assert (states["current"], states["deleted"], states["superseded"]) == (1, 1, 1)
+    assert scheduler.runs["prune"] >= 1 and scheduler.runs["consolidate"] >= 1
+    runs = dict(scheduler.runs)
+    time.sleep(0.2)  # stopped with the server: no run after shutdown
+    assert scheduler.runs == runs
+    said = [r.getMessage() for r in caplog.records if r.name == "memkit.server"]
+    assert "scheduled prune: 1 memories below confidence 0.1 forgotten" in said
+    assert any(m.startswith("scheduled consolidate: 1 memories merged in 1 clusters") for m in said)
+
+
+def test_no_schedule_runs_nothing() -> None:
+    app = create_app(AsyncMemory(llm=ScriptedLLM(), embedder=HashEmbedder(),
+                                 vector_store=InMemoryStore()))
+    with serving(app):
+        pass
+    assert app.state.scheduler.runs == {"prune": 0, "consolidate": 0}
+
+
+def test_durations_and_schedule_mistakes() -> None:
+    assert [duration_of(v) for v in ("90s", "30m", "1h", "1.5d", 2, " 2 M ")] == [
+        90, 1800, 3600, 129_600, 2, 120]
+    for bad in ({"prune_every": "soon"}, {"prune_every": 0}, {"prune_every": True},
+                {"prune_below": 2}, {"nope": 1}):
+        with pytest.raises(ConfigError, match=r"server\.schedule"):
+            Schedule.of(bad)
+    with pytest.raises(ConfigError, match=r"server\.schedule\.consolidate_every"):
+        create_app(AsyncMemory(llm=ScriptedLLM(), embedder=HashEmbedder(),
+                               vector_store=InMemoryStore()),
+                   config={"server": {"schedule": {"consolidate_every": "-1h"}}})
