@@ -3,11 +3,8 @@
 The MCP server, the OpenAI and Anthropic tool definitions and the framework
 integrations (``memkit.integrations``) are all built from :data:`TOOLS`::
 
-    from memkit import (
-    InvalidArgument,
-    Memory,
-    NotFoundError,
-)    from memkit.tools import MemoryTools, openai_tools
+    from memkit import Memory
+    from memkit.tools import MemoryTools, openai_tools
 
     tools = MemoryTools(Memory(), user_id="alice")   # the agent's memories, scope fixed
     openai_tools(hidden=tools.fixed)                 # for chat.completions(tools=...)

@@ -1,2 +1,3 @@
 """Agent-framework integrations, one module and one extra each: ``langgraph``,
-``pydantic_ai``, ``openai_agents``."""
+``pydantic_ai``, ``openai_agents``, ``llama_index``, ``autogen``, ``agno``, ``google_adk`` and
+``crewai``."""

@@ -4,11 +4,8 @@ curator, and memkit's memory tools as Agno functions.
 ::
 
     from agno.agent import Agent
-    from memkit import (
-    InvalidArgument,
-    Memory,
-    NotFoundError,
-)    from memkit.integrations.agno import MemkitMemoryManager, memory_tools
+    from memkit import Memory
+    from memkit.integrations.agno import MemkitMemoryManager, memory_tools
 
     memory = Memory()
     agent = Agent(model=..., user_id="alice", update_memory_on_run=True,

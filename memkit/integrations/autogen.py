@@ -4,10 +4,8 @@ memory tools as AutoGen tools.
 ::
 
     from autogen_agentchat.agents import AssistantAgent
-    from memkit import (
-    AsyncMemory,
-    InvalidArgument,
-)    from memkit.integrations.autogen import MemkitMemory, memory_tools
+    from memkit import AsyncMemory
+    from memkit.integrations.autogen import MemkitMemory, memory_tools
 
     memory = AsyncMemory()
     agent = AssistantAgent("assistant", model_client=...,

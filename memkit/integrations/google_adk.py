@@ -7,11 +7,8 @@ tools as ADK tools.
     from google.adk.runners import Runner
     from google.adk.sessions import InMemorySessionService
     from google.adk.tools import load_memory
-    from memkit import (
-    AsyncMemory,
-    InvalidArgument,
-    NotFoundError,
-)    from memkit.integrations.google_adk import MemkitMemoryService
+    from memkit import AsyncMemory
+    from memkit.integrations.google_adk import MemkitMemoryService
 
     runner = Runner(app_name="travel", agent=LlmAgent(name="assistant", model=..., tools=[load_memory]),
                     session_service=InMemorySessionService(),

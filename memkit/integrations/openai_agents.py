@@ -3,10 +3,8 @@
 ::
 
     from agents import Agent
-    from memkit import (
-    AsyncMemory,
-    InvalidArgument,
-)    from memkit.integrations.openai_agents import memory_function_tools
+    from memkit import AsyncMemory
+    from memkit.integrations.openai_agents import memory_function_tools
 
     agent = Agent(name="assistant", tools=memory_function_tools(AsyncMemory(), user_id="alice"))
 
