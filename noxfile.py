@@ -35,6 +35,6 @@ def docs(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Every benchmark; figures go to bench/results/*.json and docs/benchmarks.md."""
-    session.install("-e", ".[all]", "matplotlib")
-    for script in ("embedder", "locomo", "scale", "vs_mem0", "hostile", "notes"):
+    session.install("-e", ".[all]", "matplotlib", "aiohttp")
+    for script in ("embedder", "locomo", "scale", "vs_mem0", "hostile", "notes", "server_load"):
         session.run("python", f"bench/{script}.py", *session.posargs)

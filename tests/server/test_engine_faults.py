@@ -230,3 +230,40 @@ def test_an_engine_outage_is_503s_and_the_server_serves_again_losing_nothing(
             found = http.get("/v1/memories/search/", params={"query": fact(client, 0),
                                                               "user_id": user}).json()
             assert found["results"][0]["id"] == acked[fact(client, 0)]
+
+
+def test_a_memory_in_process_raises_store_errors_while_postgres_is_down_and_serves_after() -> None:
+    """The SDK's side of the same outage (sync pools): a StoreError at once, then service."""
+    from memkit import Memory, StoreError
+    from memkit.graph.postgres import PostgresGraph
+    from memkit.history.postgres import PostgresHistory
+    from memkit.stores.pgvector import PgVectorStore
+    from memkit.testing import HashEmbedder, ScriptedLLM
+
+    own = OwnPostgres()
+    try:
+        own.start()
+        memory = Memory(llm=ScriptedLLM(), embedder=HashEmbedder(),
+                        vector_store=PgVectorStore(own.dsn), history=PostgresHistory(own.dsn),
+                        graph_store=PostgresGraph(own.dsn))
+        kept = memory.add("the first fact", user_id="u", infer=False).results[0].id
+        own.stop()
+        for call in (lambda: memory.search("fact", user_id="u"),
+                     lambda: memory.add("the second fact", user_id="u", infer=False),
+                     lambda: memory.get_all(user_id="u")):
+            with pytest.raises(StoreError):
+                call()
+        own.start()
+        deadline = time.monotonic() + STEP_DEADLINE
+        while True:  # the first call within a second of the last failed connect fails too
+            try:
+                added = memory.add("the second fact", user_id="u", infer=False).results[0].id
+                break
+            except StoreError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        assert sorted(m.id for m in memory.get_all(user_id="u").results) == sorted([kept, added])
+        assert [h.event for h in memory.history(added)] == ["ADD"]
+        memory.close()
+    finally:
+        own.close()
