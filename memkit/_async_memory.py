@@ -105,13 +105,14 @@ class AsyncMemory(Client):
         scopes: Sequence[Mapping[str, str | None]] | None = None,
         offset: int = 0,
         rerank: bool = False,
+        entity: str | None = None,
     ) -> SearchResult:
         """See :meth:`Memory.search`."""
         return await self._runtime.arun(requests.search(
             self._settings, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
             filters=filters, threshold=threshold, mode=mode, top_k=top_k, as_of=as_of,
             include_expired=include_expired, min_confidence=min_confidence, graph=graph,
-            scopes=scopes, offset=offset, rerank=rerank))
+            scopes=scopes, offset=offset, rerank=rerank, entity=entity))
 
     async def get(self, memory_id: str, *, reinforce: bool = True) -> MemoryItem | None:
         """See :meth:`Memory.get`."""
@@ -130,11 +131,14 @@ class AsyncMemory(Client):
         as_of: Timestamp | None = None,
         include_expired: bool = False,
         surface: str | None = None,
+        offset: int = 0,
+        entity: str | None = None,
     ) -> SearchResult:
         """See :meth:`Memory.get_all`."""
         return await self._runtime.arun(requests.get_all(
             self._settings, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit,
-            top_k=top_k, as_of=as_of, include_expired=include_expired, surface=surface))
+            top_k=top_k, as_of=as_of, include_expired=include_expired, surface=surface,
+            offset=offset, entity=entity))
 
     async def update(
         self,

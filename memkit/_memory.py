@@ -124,6 +124,7 @@ class Memory(Client):
         scopes: Sequence[Mapping[str, str | None]] | None = None,
         offset: int = 0,
         rerank: bool = False,
+        entity: str | None = None,
     ) -> SearchResult:
         """Memories of the scope most relevant to ``query``, highest score first.
 
@@ -146,12 +147,14 @@ class Memory(Client):
         ``docs/pipeline.md``, "Paging"). ``rerank=True`` reorders the best
         ``reranker.candidates`` results with the configured reranker (config
         ``reranker``), whose scores they then carry; ``threshold`` applies before.
+        ``entity`` (a name, alias or id; needs a graph store) keeps the memories about
+        that entity: behind its open relations, or linked by ``add(..., entities=)``.
         """
         return self._runtime.run(requests.search(
             self._settings, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
             filters=filters, threshold=threshold, mode=mode, top_k=top_k, as_of=as_of,
             include_expired=include_expired, min_confidence=min_confidence, graph=graph,
-            scopes=scopes, offset=offset, rerank=rerank))
+            scopes=scopes, offset=offset, rerank=rerank, entity=entity))
 
     def get(self, memory_id: str, *, reinforce: bool = True) -> MemoryItem | None:
         """The memory with this id if it is valid now, or ``None`` (see :meth:`versions`).
@@ -173,15 +176,20 @@ class Memory(Client):
         as_of: Timestamp | None = None,
         include_expired: bool = False,
         surface: str | None = None,
+        offset: int = 0,
+        entity: str | None = None,
     ) -> SearchResult:
         """The scope's memories (matching ``filters``), newest first; at most ``limit``
         (default 100; ``top_k`` is mem0's name for it). The scope may be given inside
         ``filters`` (``filters={"user_id": "alice"}``). Only memories valid now, or
         ``as_of`` then; ``include_expired`` keeps expired ones. ``surface="startup"`` keeps
-        the memories marked so."""
+        the memories marked so. ``offset`` skips that many (the next page: ``offset +
+        limit``); ``entity`` (a name, alias or id; needs a graph store) keeps the memories
+        about that entity, as :meth:`search` does."""
         return self._runtime.run(requests.get_all(
             self._settings, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit,
-            top_k=top_k, as_of=as_of, include_expired=include_expired, surface=surface))
+            top_k=top_k, as_of=as_of, include_expired=include_expired, surface=surface,
+            offset=offset, entity=entity))
 
     def update(
         self,

@@ -67,6 +67,9 @@ Importance = Annotated[float | None, Field(ge=0, le=1, description=(
 Confidence = Annotated[float | None, Field(ge=0, le=1, description=(
     "Optional confidence from 0 to 1 (default 1)."))]
 IncludeExpired = Annotated[bool, Field(description="true: expired memories too.")]
+Entity = Annotated[str | None, Field(min_length=1, description=(
+    "Optional: only the memories about this entity (its name or id), e.g. \"Alice\"; "
+    "needs a knowledge graph."))]
 Metadata = Annotated[dict[str, Any] | None, Field(
     description="Optional labels merged into the memory's metadata.")]
 
@@ -124,6 +127,7 @@ class _SearchMemoriesArgs(Args):
                      ] = None
     rerank: Annotated[bool, Field(description=(
         "true: reorder the best results with the configured reranker."))] = False
+    entity: Entity = None
 
 
 class _MemoryIdArgs(Args):
@@ -140,6 +144,9 @@ class _ListMemoriesArgs(Args):
     include_expired: IncludeExpired = False
     surface: Annotated[Literal["startup"] | None, Field(description=(
         '"startup": only the memories marked for the startup briefing.'))] = None
+    offset: Annotated[int, Field(ge=0, le=1_000_000, description=(
+        "Skip this many: for the next page, the same arguments with offset + limit."))] = 0
+    entity: Entity = None
 
 
 class _TaskUpdateArgs(Args):

@@ -73,12 +73,23 @@ def get_flow(memory_id: str, now: str, lifecycle: Lifecycle | None = None,
 
 
 def get_all_flow(filter: Filter | None, limit: int, lifecycle: Lifecycle | None = None,
-                 now: str | None = None) -> Flow[SearchResult]:
-    """Newest first."""
-    records, _ = yield from ask(ListRecords(filter, limit, None, "newest"))
+                 now: str | None = None, offset: int = 0) -> Flow[SearchResult]:
+    """Newest first, from the ``offset``-th (the pages walk the store's cursor, so a page
+    continues the one before it as long as the store does not change)."""
+    cursor: str | None = None
+    while offset:
+        skipped, cursor = yield from ask(ListRecords(filter, min(offset, _SKIP), cursor,
+                                                     "newest"))
+        offset -= len(skipped)
+        if cursor is None:
+            return SearchResult()
+    records, _ = yield from ask(ListRecords(filter, limit, cursor, "newest"))
     life, when = lifecycle or Lifecycle(), now or to_iso(utcnow())
     return SearchResult(results=[r.to_item(confidence=life.confidence(r, when))
                                  for r in records])
+
+
+_SKIP = 1000  # records read per step while skipping to an offset
 
 
 def current_flow(memory_id: str, now: str) -> Flow[Record]:

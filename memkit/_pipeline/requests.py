@@ -13,7 +13,7 @@ from os import PathLike, fspath
 from typing import Any
 
 from memkit._config import MemoryConfig
-from memkit._errors import ConfigError, MemkitError, ScopeError
+from memkit._errors import ConfigError, InvalidArgument, MemkitError, ScopeError
 from memkit._filters import Condition, Filter, all_of, parse_filter
 from memkit._models import (
     AddResult,
@@ -33,7 +33,7 @@ from memkit._notes.models import IndexResult, StartupContext
 from memkit._pipeline.add.flow import AddRequest, OnError, add_flow
 from memkit._pipeline.effects import Flow
 from memkit._pipeline.features.consolidate import auto_flow, consolidate_flow
-from memkit._pipeline.features.entities import entity_refs_of
+from memkit._pipeline.features.entities import entity_flow, entity_ref_of, entity_refs_of
 from memkit._pipeline.features.feedback import logged_search_flow, search_log_flow
 from memkit._pipeline.features.forget import prune_flow, purge_flow
 from memkit._pipeline.features.graph import (
@@ -200,6 +200,7 @@ def search(
     scopes: Sequence[Mapping[str, str | None]] | None = None,
     offset: int = 0,
     rerank: bool = False,
+    entity: str | None = None,
 ) -> Flow[SearchResult]:
     if scopes is None:
         scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
@@ -207,30 +208,37 @@ def search(
     else:  # several scopes, named on purpose; the graph is walked within one scope only
         if graph:
             raise MemkitError("graph search runs in one scope; it cannot be used with scopes=")
+        if entity is not None:
+            raise InvalidArgument("entity= narrows to one scope's entity; it cannot be used "
+                                  "with scopes=")
         scope, rest, graph = Scope(), filters, False
         where = any_scope(scopes_of(scopes, user_id, agent_id, run_id))
     selection = all_of(where, parse_filter(rest), _valid(s, as_of, include_expired))
     limit = limit_or_top_k(limit, top_k, 100)
+    page = offset_of(offset)
     now = s.now()
     graphed = graph is not False and (graph is not None or s.graph is not None)
     graph_scope = _graph_scope(s, scope.user_id, scope.agent_id, scope.run_id)[1] \
-        if graphed else None
+        if graphed or entity is not None else None
 
-    def ranked(window: int, vector: Vector | None, life: Lifecycle) -> Flow[SearchResult]:
-        pool = max(window, s.rerank_candidates) if rerank else window
-        search = partial(search_flow, query, selection, pool, threshold, mode,
-                         s.search, s.keyword_search, life,
-                         now, min_confidence)
-        if graph_scope is None:
-            flow = search(vector=vector)
-        else:
-            flow = graph_search_flow(lambda given: search(vector=given), query, graph_scope,
-                                     selection, s.graph_depth, pool, vector)
-        return reranked_flow(flow, query, window) if rerank else flow
+    def searched(selection: Filter | None) -> Flow[SearchResult]:
+        def ranked(window: int, vector: Vector | None, life: Lifecycle) -> Flow[SearchResult]:
+            pool = max(window, s.rerank_candidates) if rerank else window
+            search = partial(search_flow, query, selection, pool, threshold, mode,
+                             s.search, s.keyword_search, life,
+                             now, min_confidence)
+            if graph_scope is None or not graphed:
+                flow = search(vector=vector)
+            else:
+                flow = graph_search_flow(lambda given: search(vector=given), query, graph_scope,
+                                         selection, s.graph_depth, pool, vector)
+            return reranked_flow(flow, query, window) if rerank else flow
 
-    keyword_only = (mode or s.search.mode) == "keyword" and not graphed
-    flow = paged_flow(ranked, query, offset_of(offset), limit, s.lifecycle, now,
-                      embed=not keyword_only)
+        keyword_only = (mode or s.search.mode) == "keyword" and not graphed
+        return paged_flow(ranked, query, page, limit, s.lifecycle, now, embed=not keyword_only)
+
+    flow = searched(selection) if entity is None or graph_scope is None else entity_flow(
+        graph_scope, entity_ref_of(entity), selection, as_of is not None, searched)
     life = s.config.lifecycle
     if not life.search_log:
         return flow
@@ -262,14 +270,20 @@ def get_all(
     as_of: Timestamp | None = None,
     include_expired: bool = False,
     surface: str | None = None,
+    offset: int = 0,
+    entity: str | None = None,
 ) -> Flow[SearchResult]:
     scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
     surfaced = None if surface is None else Condition(field="surface", operator="eq",
                                                       value=surface_of(surface))
     selection = all_of(scope.filter(), parse_filter(rest), surfaced,
                        _valid(s, as_of, include_expired))
-    return get_all_flow(selection, limit_or_top_k(limit, top_k, 100), s.lifecycle,
-                        s.now())
+    listed = partial(get_all_flow, limit=limit_or_top_k(limit, top_k, 100),
+                     lifecycle=s.lifecycle, now=s.now(), offset=offset_of(offset, 1_000_000))
+    if entity is None:
+        return listed(selection)
+    graph_scope = _graph_scope(s, scope.user_id, scope.agent_id, scope.run_id)[1]
+    return entity_flow(graph_scope, entity_ref_of(entity), selection, as_of is not None, listed)
 
 
 def update(

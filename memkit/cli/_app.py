@@ -46,6 +46,8 @@ SurfaceOpt = Annotated[str | None, typer.Option(
     help='"startup": shown in the startup briefing.')]
 ExpiredOpt = Annotated[bool, typer.Option("--include-expired", help="Expired memories too.")]
 MetadataOpt = Annotated[str | None, typer.Option("--metadata", "-m", help="JSON object.")]
+EntityOpt = Annotated[str | None, typer.Option(
+    help="Only the memories about this entity (name or id; needs a graph store).")]
 
 
 def _settings(ctx: typer.Context) -> Settings:
@@ -249,6 +251,7 @@ def search(
         "--graph/--no-graph", help="Graph expansion (default: on with a graph store).")] = None,
     rerank: Annotated[bool, typer.Option(help="Reorder with the configured reranker.")
                       ] = False,
+    entity: EntityOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The memories of a scope most relevant to a query."""
@@ -258,7 +261,8 @@ def search(
                                filters=_json_arg(filters, "--filters"),
                                threshold=threshold, mode=mode,  # type: ignore[arg-type]
                                as_of=as_of, include_expired=include_expired,
-                               min_confidence=min_confidence, graph=graph, rerank=rerank)
+                               min_confidence=min_confidence, graph=graph, rerank=rerank,
+                               entity=entity)
     data = result.model_dump(mode="json")
     rows = [{**row, "location": item.location} for row, item in zip(data["results"], result,
                                                                      strict=True)]
@@ -290,13 +294,17 @@ def list_(
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
     limit: LimitOpt = 100, filters: FiltersOpt = None, as_of: AsOfOpt = None,
     include_expired: ExpiredOpt = False, surface: SurfaceOpt = None,
+    offset: Annotated[int, typer.Option(min=0, help="Skip this many (the next page: --offset "
+                                                    "plus --limit).")] = 0,
+    entity: EntityOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """A scope's memories valid now (or --as-of then), newest first."""
     with _memory(ctx) as memory:
         result = memory.get_all(user_id=user_id, agent_id=agent_id, run_id=run_id,
                                 filters=_json_arg(filters, "--filters"), limit=limit,
-                                as_of=as_of, include_expired=include_expired, surface=surface)
+                                as_of=as_of, include_expired=include_expired, surface=surface,
+                                offset=offset, entity=entity)
     data = result.model_dump(mode="json")
     _emit(data, as_json, lambda: _table(data["results"], ["id", "memory", "updated_at"]))
 

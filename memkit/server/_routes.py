@@ -27,6 +27,7 @@ from memkit.server._auth import LOCAL_GRANT, Grant, ScopeForbidden, find_grant, 
 from memkit.server._errors import ERROR_RESPONSES, AuthError
 from memkit.server._events import Broadcaster, ChangeEvent, EventType, consolidation_events
 from memkit.server._schemas import (
+    ENTITY_FILTER,
     AddBody,
     Deleted,
     MemoryPage,
@@ -157,14 +158,15 @@ async def list_memories(
     include_expired: bool = False,
     surface: Annotated[Literal["startup"] | None, Query(
         description="Only the memories marked for the startup briefing")] = None,
+    entity: Annotated[str | None, Query(min_length=1, description=ENTITY_FILTER)] = None,
 ) -> MemoryPage:
     """Newest first, ``limit`` at a time from ``offset``; valid now unless ``as_of``."""
     scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
-    found = await mem.get_all(**scope, filters=_filters_param(filters),
-                              limit=offset + limit + 1, as_of=as_of,
-                              include_expired=include_expired, surface=surface)
-    page = found.results[offset:offset + limit]
-    more = len(found.results) > offset + limit
+    found = await mem.get_all(**scope, filters=_filters_param(filters), limit=limit + 1,
+                              offset=offset, as_of=as_of, include_expired=include_expired,
+                              surface=surface, entity=entity)
+    page = found.results[:limit]
+    more = len(found.results) > limit
     return MemoryPage(results=page, offset=offset, limit=limit,
                       next_offset=offset + limit if more else None)
 
@@ -210,6 +212,7 @@ async def search_get(
     graph: Annotated[bool | None, Query(description="Graph expansion (default: on with a "
                                                     "graph store)")] = None,
     rerank: Annotated[bool, Query(description="Reorder with the configured reranker")] = False,
+    entity: Annotated[str | None, Query(min_length=1, description=ENTITY_FILTER)] = None,
 ) -> SearchResult:
     text = q if q is not None else query
     if text is None or (q is not None and query is not None):
@@ -218,7 +221,8 @@ async def search_get(
                       limit=limit, offset=offset, threshold=threshold,
                       min_confidence=min_confidence, mode=mode,
                       filters=_filters_param(filters), as_of=as_of,
-                      include_expired=include_expired, graph=graph, rerank=rerank)
+                      include_expired=include_expired, graph=graph, rerank=rerank,
+                      entity=entity)
     return await search_post(body, grant, mem)
 
 
@@ -237,7 +241,7 @@ async def search_post(body: SearchBody, grant: Auth, mem: Mem) -> SearchResult:
                             threshold=body.threshold, min_confidence=body.min_confidence,
                             mode=body.mode, as_of=body.as_of,
                             include_expired=body.include_expired, graph=body.graph,
-                            rerank=body.rerank,
+                            rerank=body.rerank, entity=body.entity,
                             scopes=scopes)
 
 

@@ -10,6 +10,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from memkit._models import MemoryItem
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
+ENTITY_FILTER = ("Only the memories about this entity (name, alias or id; needs a graph "
+                 "store): behind its relations or linked on add.")
 
 
 class _Body(BaseModel):
@@ -82,6 +84,7 @@ class SearchBody(_Body):
     graph: bool | None = None  # graph expansion; default: on when a graph store is configured
     rerank: bool = Field(False, description="Reorder the best results with the server's "
                                             "configured reranker.")
+    entity: str | None = Field(None, min_length=1, description=ENTITY_FILTER)
     scopes: list[ScopeBody] | None = Field(
         default=None, min_length=1, max_length=20,
         description="Search these scopes at once (instead of user_id/agent_id/run_id); each "

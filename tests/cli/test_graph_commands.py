@@ -18,12 +18,13 @@ from tests.cli.test_commands import ROOT, _env
 pytestmark = pytest.mark.slow  # every command runs as a subprocess
 
 
-def graph_cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def graph_cli(db: Path, *args: str, command: tuple[str, ...] = ("graph",)
+              ) -> subprocess.CompletedProcess[str]:
     env = _env()
     env["MEMKIT_CONFIG"] = json.dumps({
         "vector_store": {"provider": "sqlite", "config": {"path": str(db)}},
         "embedder": {"provider": "hash"}, "graph_store": {"provider": "sqlite"}})
-    done = subprocess.run([sys.executable, "-m", "memkit.cli", "graph", *args],
+    done = subprocess.run([sys.executable, "-m", "memkit.cli", *command, *args],
                           capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return done
@@ -53,3 +54,19 @@ def test_graph_show_and_export(tmp_path: Path) -> None:
     names = sorted(d.text or "" for d in root.iterfind(".//g:node/g:data[@key='name']", ns))
     assert names == ["Acme & Co", "Alice", "Berlin"]
     assert len(root.findall(".//g:edge", ns)) == 2
+
+
+def test_add_names_entities_and_list_and_search_narrow_to_one(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+
+    def memkit(*args: str) -> str:
+        return graph_cli(db, *args, command=()).stdout
+
+    memkit("add", "--no-infer", "-u", "u", "--entity", "Alice", "-e", "Acme", "Lunch at Acme")
+    memkit("add", "--no-infer", "-u", "u", "-e", "alice", "Alice likes tea")
+    listed = json.loads(memkit("list", "-u", "u", "--entity", "Acme", "--json"))
+    assert [m["memory"] for m in listed["results"]] == ["Lunch at Acme"]
+    older = json.loads(memkit("list", "-u", "u", "--entity", "Alice", "--offset", "1", "--json"))
+    assert [m["memory"] for m in older["results"]] == ["Lunch at Acme"]
+    found = json.loads(memkit("search", "tea", "-u", "u", "--entity", "Acme", "--json"))
+    assert [m["memory"] for m in found["results"]] == ["Lunch at Acme"]

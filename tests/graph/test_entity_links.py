@@ -87,3 +87,76 @@ def test_a_purge_forgets_the_aliases_only_its_memories_used(make: Any) -> None:
     m.delete(berlin.id, hard=True)
     assert m.get_entity("alice smith", user_id="u") is None  # only that memory used it
     assert m.get_entity("Alice", user_id="u") is not None  # Acme's memory still supports it
+
+
+def _alice_and_bob(m: Any) -> dict[str, str]:
+    """Alice's memories (one through a relation, two linked on add) and Bob's; their ids."""
+    [acme] = m.add("I work at Acme", user_id="u").results  # the script's one extraction
+    ids = {"acme": acme.id}
+    for key, text, named in (("tea", "Alice likes green tea", ["Alice"]),
+                             ("rome", "Alice visited Rome", ["alice", "Rome"]),
+                             ("bob", "Bob likes green tea", ["Bob"])):
+        [event] = m.add(text, user_id="u", infer=False, entities=named).results
+        ids[key] = event.id
+    return ids
+
+
+def test_search_and_get_all_narrow_to_an_entity_by_name_alias_or_id(make: Any) -> None:
+    m = make(ScriptedLLM([extraction(["Alice works at Acme"],
+                                     [rel("Alice", "works at", "Acme")])]))
+    ids = _alice_and_bob(m)
+    alices = {ids["acme"], ids["tea"], ids["rome"]}
+    alice = m.get_entity("Alice", user_id="u")
+    for ref in ("Alice", " ALICE ", alice.id):
+        assert {i.id for i in m.search("green tea", user_id="u", entity=ref).results} == alices
+        assert {i.id for i in m.get_all(user_id="u", entity=ref).results} == alices
+    assert [i.id for i in m.search("tea", user_id="u", entity="Acme").results] == [ids["acme"]]
+    assert [i.id for i in m.get_all(user_id="u", entity="rome").results] == [ids["rome"]]
+    assert m.search("tea", user_id="u", entity="Nobody").results == []
+    assert m.get_all(user_id="v", entity="Alice").results == []  # another scope's graph
+    assert m.get_all(user_id="u", entity="Bob", filters={"memory": {"contains": "Alice"}}
+                     ).results == []  # one more condition of the filter
+
+
+def test_pages_of_an_entity_filter_are_stable(make: Any) -> None:
+    m = make(ScriptedLLM([extraction(["Alice works at Acme"],
+                                     [rel("Alice", "works at", "Acme")])]))
+    _alice_and_bob(m)
+    whole = [i.id for i in m.get_all(user_id="u", entity="Alice").results]
+    pages = [i.id for offset in (0, 2, 4)
+             for i in m.get_all(user_id="u", entity="Alice", limit=2, offset=offset).results]
+    assert pages == whole and len(whole) == 3
+    paged = [i.id for offset in range(4) for i in m.search(
+        "Alice tea", user_id="u", entity="Alice", limit=1, offset=offset).results]
+    assert sorted(paged) == sorted(whole)  # none twice, none skipped, only Alice's
+    first = m.search("Alice tea", user_id="u", entity="Alice", limit=1).results
+    assert [i.id for i in first] == paged[:1]
+    every = [i.id for i in m.get_all(user_id="u").results]
+    assert [i.id for i in m.get_all(user_id="u", offset=1, limit=2).results] == every[1:3]
+    with pytest.raises(InvalidArgument):
+        m.get_all(user_id="u", offset=-1)
+
+
+def test_an_entity_filter_as_of_reads_the_versions_of_its_memories(make: Any) -> None:
+    m = make(ScriptedLLM([extraction(["Alice works at Acme"],
+                                     [rel("Alice", "works at", "Acme")])]))
+    ids = _alice_and_bob(m)
+    before = m.get(ids["rome"]).updated_at
+    m.update(ids["rome"], "Alice visited Paris")
+    assert [i.memory for i in m.get_all(user_id="u", entity="Rome").results] == [
+        "Alice visited Paris"]  # linked to the memory, whatever its text says now
+    then = m.get_all(user_id="u", entity="Rome", as_of=before)
+    assert [i.memory for i in then.results] == ["Alice visited Rome"]
+
+
+def test_an_entity_filter_needs_a_graph_store_and_one_scope(make: Any) -> None:
+    plain = make(ScriptedLLM([]), graph=False)
+    with pytest.raises(ConfigError, match="graph store"):
+        plain.search("tea", user_id="u", entity="Alice")
+    with pytest.raises(ConfigError, match="graph store"):
+        plain.get_all(user_id="u", entity="Alice")
+    m = make(ScriptedLLM([]))
+    with pytest.raises(InvalidArgument, match="scopes"):
+        m.search("tea", scopes=[{"user_id": "u"}], entity="Alice")
+    with pytest.raises(InvalidArgument):
+        m.get_all(user_id="u", entity="")

@@ -54,3 +54,14 @@ async def test_graph_tools_over_stdio(tmp_path: Path) -> None:
         assert (await call("delete_entities", names=["Acme", "nobody"]))["names"] == ["Acme"]
         graph = await call("get_entity_graph", name="Alice", depth=2)
         assert [e["name"] for e in graph["entities"]] == ["Alice"]
+
+        added = await call("add_memory", content="Lunch with Alice", infer=False,
+                           entities=["Alice", "Zed"])
+        assert [e["name"] for e in added["entities"]] == ["Zed"]  # Alice was known
+        await call("add_memory", content="Tea with Zed", infer=False, entities=["zed"])
+        about = await call("list_memories", entity="Alice")
+        assert [m["memory"] for m in about["results"]] == ["Lunch with Alice"]
+        second = await call("list_memories", entity="Zed", limit=1, offset=1)
+        assert [m["memory"] for m in second["results"]] == ["Lunch with Alice"]
+        found = await call("search_memories", query="tea", entity="Alice")
+        assert [m["memory"] for m in found["results"]] == ["Lunch with Alice"]

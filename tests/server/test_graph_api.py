@@ -105,3 +105,32 @@ def test_an_entitys_memories_over_http(tmp_path: Path) -> None:
         assert alice.get("/v1/entities/Alice/relations/").json()["memories"] == []
         assert alice.get("/v1/entities/nobody/memories/").status_code == 404
         assert bob.get("/v1/entities/Acme/memories/").status_code == 404
+
+
+def test_adds_name_entities_and_reads_narrow_to_one(tmp_path: Path) -> None:
+    with _graph_server(tmp_path) as (alice, bob):
+        for text, named in (("Lunch at Acme", ["Alice", "Acme"]), ("Alice likes tea", ["alice"]),
+                            ("Alice hikes", ["Alice"])):
+            added = alice.post("/v1/memories/", json={"messages": text, "infer": False,
+                                                      "entities": named})
+            assert added.status_code == 200, added.text
+        assert [e["name"] for e in alice.get("/v1/entities/").json()] == ["Acme", "Alice"]
+        acme = alice.get("/v1/entities/Acme/").json()["id"]
+        listed = alice.get("/v1/memories/", params={"entity": acme}).json()
+        assert [m["memory"] for m in listed["results"]] == ["Lunch at Acme"]
+        page = alice.get("/v1/memories/", params={"entity": "Alice", "limit": 2, "offset": 2})
+        assert (len(page.json()["results"]), page.json()["next_offset"]) == (1, None)
+        first = alice.get("/v1/memories/", params={"entity": "Alice", "limit": 2}).json()
+        assert first["next_offset"] == 2
+        assert {m["memory"] for m in [*first["results"], *page.json()["results"]]} == {
+            "Lunch at Acme", "Alice likes tea", "Alice hikes"}
+        found = alice.get("/v1/memories/search/", params={"q": "tea", "entity": "Acme"}).json()
+        assert [m["memory"] for m in found["results"]] == ["Lunch at Acme"]
+        posted = alice.post("/v1/memories/search/", json={"query": "tea", "entity": "alice",
+                                                          "limit": 1, "offset": 1}).json()
+        assert len(posted["results"]) == 1
+        assert bob.get("/v1/memories/", params={"entity": "Alice"}).json()["results"] == []
+        bad = alice.post("/v1/memories/", json={"messages": "x", "entities": "Alice"})
+        assert bad.status_code == 422
+        alice.close()
+        bob.close()

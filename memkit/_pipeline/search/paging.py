@@ -31,9 +31,9 @@ Ranked = Callable[[int, Vector | None, Lifecycle], Flow[SearchResult]]
 lifecycle to rank (and reinforce) with."""
 
 
-def offset_of(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OFFSET:
-        raise InvalidArgument(f"offset must be an integer from 0 to {MAX_OFFSET}, got {value!r}"[:300])
+def offset_of(value: object, most: int = MAX_OFFSET) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+        raise InvalidArgument(f"offset must be an integer from 0 to {most}, got {value!r}"[:300])
     return value
 
 
