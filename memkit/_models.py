@@ -371,7 +371,8 @@ class MemoryStats(_Model):
     ``relations`` (open ones) the totals of the current memories' scopes;
     ``average_confidence`` of the current memories, ``low_confidence`` how many are below
     0.05 (what ``prune()`` forgets by default); ``oldest``/``newest``: when the oldest and
-    newest current memories were created."""
+    newest current memories were created; ``confirmations``: how often adds re-stated the
+    current memories (their ``metadata["confirmations"]`` summed)."""
 
     memories: int = 0
     by_type: dict[str, int] = Field(default_factory=dict)
@@ -387,6 +388,7 @@ class MemoryStats(_Model):
     low_confidence: int = 0
     oldest: datetime | None = None
     newest: datetime | None = None
+    confirmations: int = 0
     decay: bool = False
 
     def __repr__(self) -> str:

@@ -207,3 +207,18 @@ def test_a_models_read_reinforces_once_its_feedback_and_delete_do_not(mode: str)
     call("memory_feedback", {"memory_id": chess, "useful": False})
     call("delete_memory", {"memory_id": chess})
     assert (look(chess)["access_count"], look(chess)["confidence"]) == (0, 0.8)
+
+
+def test_tools_show_subjects_filter_by_them_and_count_confirmations() -> None:
+    said = {"facts": [{"text": "Ana lives in Lyon", "type": "fact", "importance": 0.5,
+                       "subject": "Ana"}]}
+    memory = Memory(llm=ScriptedLLM([said, said]), embedder=HashEmbedder(),
+                    vector_store=InMemoryStore())
+    tools = MemoryTools(memory, user_id="alice")
+    [added] = tools.call("add_memory", {"content": "My sister Ana lives in Lyon"})["results"]
+    found = tools.call("list_memories", {"filters": {"subject": "Ana"}})["results"]
+    assert [(m["id"], m["metadata"]["subject"]) for m in found] == [(added["id"], "Ana")]
+    assert tools.call("add_memory", {"content": "Ana? Lyon."})["results"][0]["event"] == "NONE"
+    got = tools.call("get_memory", {"memory_id": added["id"]})
+    assert got["metadata"]["confirmations"] == 1
+    assert tools.call("get_memory_stats", {})["confirmations"] == 1

@@ -27,6 +27,8 @@ def render_stats(data: dict[str, Any]) -> None:
         console.print(f"average confidence {data['average_confidence']:.2f}, "
                       f"{data['low_confidence']} below 0.05; oldest {data['oldest'][:10]}, "
                       f"newest {data['newest'][:10]}", highlight=False)
+    if data["confirmations"]:
+        console.print(f"re-stated {data['confirmations']} times by later adds", highlight=False)
     if data["entities"]:
         console.print(f"{data['entities']} entities, {data['relations']} open relations",
                       highlight=False)

@@ -153,7 +153,9 @@ class WriteBatch:
     When a record matches ``unless``, or none matches ``requires``, nothing is
     applied (``ConflictError``). With ``near`` (a cosine similarity), an add whose vector
     is at least that similar to a record of ``dedup_scope`` valid at ``valid_at`` (or to an
-    earlier add of the batch) is skipped as a duplicate too.
+    earlier add of the batch) is skipped as a duplicate too. ``confirms``: memories the
+    batch's facts re-state (and, with ``confirm_duplicates``, the stored memories its
+    skipped adds re-state), whose ``metadata["confirmations"]`` each goes up by one.
     """
 
     adds: list[Record] = field(default_factory=list)
@@ -166,6 +168,8 @@ class WriteBatch:
     unless: Filter | None = None
     requires: Filter | None = None
     near: float | None = None
+    confirms: list[Record] = field(default_factory=list)
+    confirm_duplicates: bool = False
 
 
 def hash_filter(scope: Filter | None, hashes: Sequence[str]) -> Filter:

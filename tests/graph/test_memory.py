@@ -34,7 +34,7 @@ def test_seed001_case33_add_with_graph_extracts_entities_and_relations(make: Any
     assert len(llm.calls) == 1 and llm.calls[0].json_schema is not None
     assert "relations" in llm.calls[0].json_schema["properties"]
     fact = llm.calls[0].json_schema["properties"]["facts"]["items"]  # a model that enforces
-    assert fact["required"] == ["text", "type", "importance"]  # the schema keeps them
+    assert fact["required"] == ["text", "type", "importance", "subject"]  # the schema keeps them
     [event] = result.results
     assert triples(result.relations) == [("user", "WORKS_AT", "Google")]
     assert result.relations[0].memory_ids == [event.id]

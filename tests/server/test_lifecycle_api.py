@@ -122,3 +122,26 @@ def test_a_callers_read_reinforces_a_memory_the_routes_own_checks_do_not() -> No
         alice.delete(f"/v1/memories/{golf}/")
         [ended] = alice.get(f"/v1/memories/{golf}/versions/").json()
         assert ended["valid_to"] is not None and ended["access_count"] == 0
+
+
+def test_subjects_filter_and_confirmations_count_over_rest() -> None:
+    from memkit.testing import ScriptedLLM
+
+    said = {"facts": [{"text": "Ana lives in Lyon", "type": "fact", "importance": 0.5,
+                       "subject": "Ana"},
+                      {"text": "User likes tea", "type": "preference", "importance": 0.5,
+                       "subject": "user"}]}
+    memory = AsyncMemory(llm=ScriptedLLM([said, said]), embedder=HashEmbedder(),
+                         vector_store=InMemoryStore())
+    with serving(create_app(memory, api_keys=KEYS)) as url:
+        alice = _client(url, "alice-key")
+        first = alice.post("/v1/memories/", json={"messages": "Ana lives in Lyon; I like tea"})
+        lyon = first.json()["results"][0]
+        assert lyon["metadata"] == {"subject": "Ana"}
+        about = alice.get("/v1/memories/", params={"filters": '{"subject": "Ana"}'}).json()
+        assert [m["id"] for m in about["results"]] == [lyon["id"]]
+        again = alice.post("/v1/memories/", json={"messages": "As I said: Lyon, tea"}).json()
+        assert [e["event"] for e in again["results"]] == ["NONE", "NONE"]
+        item = alice.get(f"/v1/memories/{lyon['id']}/").json()
+        assert item["metadata"] == {"subject": "Ana", "confirmations": 1}
+        assert alice.get("/v1/stats/").json()["confirmations"] == 2

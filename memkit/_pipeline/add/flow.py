@@ -46,6 +46,8 @@ from memkit.stores.base import Record, Vector, WriteBatch
 
 T = TypeVar("T")
 OnError = Literal["raise", "degrade"]
+SUBJECT = "subject"
+"""The metadata key of who or what an extracted fact is about ("user", "Alice")."""
 _WORD = re.compile(r"\w+")
 
 
@@ -74,9 +76,10 @@ class AddRequest:
     dedup_threshold: float | None = None
 
     def batch(self) -> WriteBatch:
-        """The empty batch this add fills: deduplicated within its scope, as of its time."""
+        """The empty batch this add fills: deduplicated within its scope, as of its time;
+        an inferred fact that turns out a duplicate confirms the memory it re-states."""
         return WriteBatch(dedup_scope=self.scope.filter(), valid_at=self.timestamp,
-                          near=self.dedup_threshold)
+                          near=self.dedup_threshold, confirm_duplicates=self.infer)
 
     @property
     def graph_scope(self) -> GraphScope:
@@ -103,10 +106,18 @@ class _Plan:
     revised: list[tuple[Record, Record]] = field(default_factory=list)
     #: type and importance per extracted fact's text
     kinds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: who or what each extracted fact is about, by its text
+    subjects: dict[str, str] = field(default_factory=dict)
 
     def lifecycle(self, text: str) -> dict[str, Any]:
         """The type and importance a memory of ``text`` gets: the caller's, else the fact's."""
         return {**self.kinds.get(text, {}), **self.request.lifecycle}
+
+    def metadata(self, text: str, base: dict[str, Any]) -> dict[str, Any]:
+        """``base`` and the caller's metadata, with the subject the extraction gave ``text``
+        (the caller's ``subject`` wins)."""
+        subject = self.subjects.get(text)
+        return {**base, **({SUBJECT: subject} if subject else {}), **self.request.metadata}
 
     def history(self, record: Record, event: str, old: str | None, new: str | None,
                 role: str | None = None, actor: str | None = None) -> None:
@@ -132,8 +143,11 @@ class _Plan:
         self.events.append(record.to_event("ADD", new=text))
         self.history(record, "ADD", None, text, role, actor)
 
-    def none(self, record: Record) -> None:
+    def none(self, record: Record, restated: bool = False) -> None:
+        """Nothing to do for ``record``; ``restated``: a fact said it again (a confirmation)."""
         self.events.append(record.to_event("NONE"))
+        if restated and all(r.id != record.id for r in self.batch.confirms):
+            self.batch.confirms.append(record)
 
     def reject(self, message: str, operation: dict[str, Any]) -> None:
         self.errors.append(OperationError(stage="validation", message=message[:500],
@@ -170,6 +184,7 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
     if not items:
         return AddResult(usage=usage, errors=errors)
     kinds = _kinds(items, errors)
+    subjects = {item.text: item.subject for item in items if item.subject}
     facts = [item.text for item in items]
 
     embedded = yield from _embed(req, facts, errors)
@@ -184,13 +199,13 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
         for hit in (yield from ask(Search(vector, req.candidates_per_fact, search_filter))):
             shown.setdefault(hit.record.id, hit.record)
     existing = list(shown.values())
-    plan = _Plan(req, req.batch(), errors=errors, kinds=kinds)
+    plan = _Plan(req, req.batch(), errors=errors, kinds=kinds, subjects=subjects)
     known = {r.hash: r for r in existing}
     pending: list[str] = []
     vector_of: dict[str, Vector] = {}
     for fact, vector in zip(facts, vectors, strict=True):
         if text_hash(fact) in known:
-            plan.none(known[text_hash(fact)])
+            plan.none(known[text_hash(fact)], restated=True)
         else:
             pending.append(fact)
             vector_of[fact] = vector
@@ -354,10 +369,10 @@ def _validate(
             if not text:
                 plan.reject("ADD without text", raw)
             elif text_hash(text) in by_hash:
-                plan.none(by_hash[text_hash(text)])
+                plan.none(by_hash[text_hash(text)], restated=True)
             elif text_hash(text) not in added:
                 added.add(text_hash(text))
-                plan.add(text, vector_of.get(text), dict(req.metadata))
+                plan.add(text, vector_of.get(text), plan.metadata(text, {}))
             continue
         target = _label(decision.id, existing)
         if target is None:
@@ -366,7 +381,7 @@ def _validate(
                             f"(valid ids: 0..{len(existing) - 1})", raw)
             continue
         if decision.event == "NONE":
-            plan.none(target)
+            plan.none(target, restated=True)
             continue
         mismatch = _names_another(decision.old_memory, target, existing)
         if mismatch is not None:
@@ -385,10 +400,10 @@ def _validate(
         elif not text:
             plan.reject("UPDATE without text", raw)
         elif text == target.memory:
-            plan.none(target)
+            plan.none(target, restated=True)
         else:
             touched.add(target.id)
-            changes: dict[str, object] = {"metadata": {**target.metadata, **req.metadata},
+            changes: dict[str, object] = {"metadata": plan.metadata(text, target.metadata),
                                           **plan.lifecycle(text)}
             if req.expires_at is not None:
                 changes["expires_at"] = req.expires_at

@@ -195,6 +195,8 @@ class Fact:
     memory_type: str | None = None
     importance: float | None = None
     problems: tuple[str, ...] = ()
+    #: who or what the fact is about ("user", "Alice")
+    subject: str | None = None
 
 
 def _fact(item: Any) -> Fact:
@@ -219,7 +221,23 @@ def _fact(item: Any) -> Fact:
             importance = importance_of(item["importance"])
         except MemkitError as exc:
             problems.append(str(exc))
-    return Fact(clean(text).strip(), kind, importance, tuple(problems))
+    subject = _subject(item.get("subject"), problems)
+    return Fact(clean(text).strip(), kind, importance, tuple(problems), subject)
+
+
+MAX_SUBJECT_CHARS = 100
+
+
+def _subject(value: object, problems: list[str]) -> str | None:
+    """The fact's subject: one line of at most 100 characters (absent or empty: none)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str) or len(value.strip()) > MAX_SUBJECT_CHARS or any(
+            c in value.strip() for c in "\r\n"):
+        problems.append(f"subject must be one line of at most {MAX_SUBJECT_CHARS} "
+                        f"characters, got {value!r}"[:300])
+        return None
+    return clean(value).strip()
 
 
 def parse_fact_items(text: str) -> list[Fact]:

@@ -17,9 +17,11 @@ third person ("User prefers dark mode", "User's sister is called Ana").
 - Resolve relative dates against today's date: {today}.
 - Skip greetings, small talk, questions without new information, and anything the \
 assistant says that the user did not confirm.
-- type: one of {types}; importance: 0 (trivia) to 1 (essential).
+- type: one of {types}; importance: 0 (trivia) to 1 (essential); subject: who/what it \
+is about.
 - Nothing worth remembering: an empty list.
-Answer with JSON only: {{"facts": [{{"text": "...", "type": "...", "importance": 0.5}}]}}"""
+Answer with JSON only: {{"facts": [{{"text": "...", "type": "...", "importance": 0.5, \
+"subject": "user"}}]}}"""
 
 # Sent as it is (never formatted), so its braces are single.
 UPDATE_DECISION = """\
@@ -61,8 +63,9 @@ _FACT_ITEM = {
         "text": {"type": "string"},
         "type": {"type": "string", "enum": list(MEMORY_TYPES)},
         "importance": {"type": "number"},
+        "subject": {"type": "string"},
     },
-    "required": ["text", "type", "importance"],
+    "required": ["text", "type", "importance", "subject"],
     "additionalProperties": False,
 }
 

@@ -59,7 +59,7 @@ from memkit._pipeline.effects import (
     ask,
     ask_write,
 )
-from memkit._pipeline.write.apply import Applied, apply_flow, transaction
+from memkit._pipeline.write.apply import Applied, apply_flow, transaction, writes
 from memkit._pipeline.write.versions import is_valid
 from memkit._time import to_datetime
 from memkit.graph.base import (
@@ -163,7 +163,7 @@ def embed_names(plan: GraphPlan | None) -> Flow[None]:
 def apply_with_graph(batch: WriteBatch, plan: GraphPlan | None, events: Sequence[MemoryEvent],
                      ) -> Flow[tuple[Applied, GraphOutcome]]:
     """The batch, and the graph writes in its transaction (or right after it)."""
-    empty = not (batch.adds or batch.updates or batch.deletes or batch.history or batch.versions)
+    empty = not writes(batch)
     if plan is None or plan.empty:
         applied = Applied() if empty else (yield from ask(transaction(batch)))
         return applied, GraphOutcome()

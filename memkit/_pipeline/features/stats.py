@@ -1,8 +1,8 @@
 """Statistics of a scope's memories, from one projection of the fields they read.
 
 The store selects a few built-in fields of every matching record (``Project``: one
-query on SQL stores, no text, metadata or vector); only the most accessed memories are
-read whole.
+query on SQL stores, no text, metadata or vector); only the most accessed memories and
+those that adds re-stated (``metadata["confirmations"]``) are read whole.
 """
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from memkit._filters import Filter
+from memkit._filters import Condition, Filter, all_of
 from memkit._models import MemoryStats, ScopeCount
 from memkit._pipeline.effects import FindEntities, FindRelations, Flow, Get, Project, ask
 from memkit._pipeline.features.lifecycle import Lifecycle, flush_flow
+from memkit._pipeline.write.apply import CONFIRMATIONS, confirmations_of, scan
+from memkit._pipeline.write.versions import valid_at
 from memkit._time import to_datetime
 from memkit.graph.base import GraphScope, Relation
 from memkit.stores.base import Record
@@ -72,6 +74,9 @@ def stats_flow(selection: Filter | None, now: str, lifecycle: Lifecycle,
             if access_count:
                 accessed.append((-access_count, id))
     entities, relations, top = (yield from _graph_totals(scopes)) if graph else (0, 0, {})
+    # only the memories adds re-stated are read whole, for their metadata count
+    confirmed: list[Record] = yield from scan(all_of(
+        selection, valid_at(now), Condition(field=CONFIRMATIONS, operator="gte", value=1)))
     most_accessed: list[Record] = []
     for _, id in sorted(accessed)[:MOST_ACCESSED]:
         record = yield from ask(Get(id))
@@ -92,6 +97,7 @@ def stats_flow(selection: Filter | None, now: str, lifecycle: Lifecycle,
         # fixed-width ISO strings: they sort as time
         oldest=to_datetime(min(created)) if created else None,
         newest=to_datetime(max(created)) if created else None,
+        confirmations=sum(confirmations_of(r) for r in confirmed),
         decay=lifecycle.decay)
 
 

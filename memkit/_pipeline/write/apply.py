@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 import numpy as np
@@ -55,9 +55,15 @@ class Applied:
 
 def apply(batch: WriteBatch) -> Flow[Applied]:
     """Apply ``batch`` in one transaction keyed by its scope."""
-    if not (batch.adds or batch.updates or batch.deletes or batch.history or batch.versions):
+    if not writes(batch):
         return Applied()
     return (yield from ask(transaction(batch)))
+
+
+def writes(batch: WriteBatch) -> bool:
+    """Whether ``batch`` writes anything."""
+    return bool(batch.adds or batch.updates or batch.deletes or batch.history or batch.versions
+                or batch.confirms)
 
 
 def transaction(batch: WriteBatch) -> Transaction[Applied]:
@@ -86,7 +92,40 @@ def apply_flow(batch: WriteBatch) -> WriteFlow[Applied]:
     rows = tuple(h for h in batch.history if h.memory_id not in winners)
     if rows:
         yield AppendHistory(rows)
+    yield from _confirm(batch, winners)
     return Applied(winners)
+
+
+CONFIRMATIONS = "confirmations"
+"""The metadata key counting how often an add re-stated a memory (a NONE decision)."""
+
+
+def _confirm(batch: WriteBatch, winners: dict[str, Record]) -> WriteFlow[None]:
+    """One more confirmation on each memory the batch re-states, read again inside the
+    transaction (a memory changed since it was shown keeps its change, without it)."""
+    stated = {r.id: r for r in batch.confirms}
+    if batch.confirm_duplicates:
+        added = {r.id for r in batch.adds}
+        stated.update({w.id: w for w in winners.values() if w.id not in added})
+    if not stated:
+        return
+    current = None if batch.valid_at is None else valid_at(batch.valid_at, begun=False)
+    hashes = hash_filter(batch.dedup_scope, sorted({r.hash for r in stated.values()}))
+    found = yield from scan(all_of(hashes, current))
+    updates = tuple(replace(r, vector=None, metadata={
+        **r.metadata, CONFIRMATIONS: confirmations_of(r) + 1})
+        for r in found if r.id in stated and r.hash == stated[r.id].hash)
+    if updates:
+        yield Update(updates)
+
+
+def confirmations_of(record: Record) -> int:
+    """How often adds re-stated ``record`` (a store may give JSON numbers back as floats;
+    anything but a count is 0)."""
+    value = record.metadata.get(CONFIRMATIONS)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        return 0
+    return int(value)
 
 
 def duplicates(batch: WriteBatch) -> Generator[ListRecords | Search, object, dict[str, Record]]:
