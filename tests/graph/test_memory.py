@@ -448,3 +448,14 @@ def test_graph_extraction_keeps_each_facts_type_and_importance(make: Any) -> Non
     item = m.get(event.id)
     assert (item.memory, item.memory_type, item.importance) == ("User works at Google", "fact",
                                                                 0.8)
+
+
+def test_a_restated_fact_is_confirmed_with_a_graph_store_and_keeps_its_subject(make: Any) -> None:
+    said = {"facts": [{"text": "Alice works at Acme", "type": "fact", "importance": 0.5,
+                       "subject": "Alice"}], "relations": [rel("Alice", "works at", "Acme")]}
+    m = make(ScriptedLLM([said, said]))
+    [added] = m.add("Alice works at Acme", user_id="u").results
+    [again] = m.add("Alice still works at Acme", user_id="u").results
+    assert (again.event, again.id) == ("NONE", added.id)
+    assert m.get(added.id).metadata == {"subject": "Alice", "confirmations": 1}
+    assert m.get_all(user_id="u", filters={"subject": "Alice"}).results[0].id == added.id
