@@ -9,12 +9,12 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from memkit._models import ConsolidationResult
+from memkit._models import ConsolidationResult, GraphEntity
 from memkit._time import to_iso, utcnow
 from memkit.server._auth import Grant
 
 EventType = Literal["memory_created", "memory_updated", "memory_deleted",
-                    "consolidation_complete"]
+                    "consolidation_complete", "entity_created"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +40,12 @@ class ChangeEvent:
     def sse(self) -> str:
         data = {k: v for k, v in asdict(self).items() if k not in ("type", "details")}
         return f"event: {self.type}\ndata: {json.dumps(data | (self.details or {}))}\n\n"
+
+
+def entity_events(entities: Iterable[GraphEntity]) -> list[ChangeEvent]:
+    """An ``entity_created`` per entity the graph created: its id, name, type and scope."""
+    return [ChangeEvent("entity_created", e.id, e.user_id, e.agent_id, e.run_id,
+                        details={"name": e.name, "type": e.type}) for e in entities]
 
 
 def consolidation_events(report: ConsolidationResult,

@@ -25,7 +25,13 @@ from memkit import (
 from memkit._net import is_loopback
 from memkit.server._auth import LOCAL_GRANT, Grant, ScopeForbidden, find_grant, scope_for
 from memkit.server._errors import ERROR_RESPONSES, AuthError
-from memkit.server._events import Broadcaster, ChangeEvent, EventType, consolidation_events
+from memkit.server._events import (
+    Broadcaster,
+    ChangeEvent,
+    EventType,
+    consolidation_events,
+    entity_events,
+)
 from memkit.server._schemas import (
     ENTITY_FILTER,
     AddBody,
@@ -140,6 +146,7 @@ async def add_memories(body: AddBody, grant: Auth, mem: Mem, feed: Feed) -> AddR
     feed.publish(ChangeEvent.of(_CHANGES[ev.event], ev.id, _item_scope(ev),
                                 **({} if ev.event == "DELETE" else {"memory": ev.memory}))
                  for ev in result.results if ev.event in _CHANGES)
+    feed.publish(entity_events(result.entities))
     if result.consolidation is not None:  # lifecycle.consolidate_every
         feed.publish(consolidation_events(result.consolidation, scope))
     return result
@@ -349,7 +356,8 @@ async def reset(grant: Auth, mem: Mem) -> dict[str, bool]:
             response_class=StreamingResponse,
             responses={200: {"content": {"text/event-stream": {}},
                              "description": "memory_created / memory_updated / "
-                                            "memory_deleted events"}})
+                                            "memory_deleted / consolidation_complete / "
+                                            "entity_created events"}})
 async def events(
     grant: Auth, feed: Feed,
     user_id: Annotated[str | None, Query(min_length=1)] = None,

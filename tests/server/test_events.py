@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,7 +22,7 @@ def _read_events(response: httpx.Response, want: int, out: list[dict[str, Any]],
         elif line.startswith("event: "):
             kind = line[len("event: "):]
         elif line.startswith("data: "):
-            out.append({"type": kind, **json.loads(line[len("data: "):])})
+            out.append({**json.loads(line[len("data: "):]), "event": kind})
             if len(out) >= want:
                 return
 
@@ -55,7 +56,7 @@ def test_sse_delivers_created_updated_deleted(base_url: str, client: Client) -> 
     finally:
         stream.__exit__(None, None, None)
         sub.close()
-    assert [e["type"] for e in events] == ["memory_created", "memory_updated", "memory_deleted"]
+    assert [e["event"] for e in events] == ["memory_created", "memory_updated", "memory_deleted"]
     assert {e["id"] for e in events} == {memory_id}
     assert events[0]["user_id"] == "alice" and events[0]["memory"] == text
 
@@ -71,4 +72,38 @@ def test_sse_hides_other_scopes(base_url: str, client: Client) -> None:
     finally:
         stream.__exit__(None, None, None)
         sub.close()
-    assert [(e["type"], e["user_id"]) for e in events] == [("memory_created", "alice")]
+    assert [(e["event"], e["user_id"]) for e in events] == [("memory_created", "alice")]
+
+
+def test_sse_tells_of_the_entities_the_graph_creates(tmp_path: Path) -> None:
+    from tests.server.test_graph_api import _graph_server
+
+    with _graph_server(tmp_path) as (alice, bob):
+        thread, events, sub, stream = _subscribe(str(alice.base_url), "alice-key", want=6)
+        try:
+            alice.post("/v1/memories/", json={"messages": "Lunch at Acme", "infer": False,
+                                              "entities": ["Alice", "Acme"]})
+            alice.post("/v1/memories/", json={"messages": "Alice hikes", "infer": False,
+                                              "entities": ["alice"]})  # known: no event
+            alice.post("/v1/entities/", json={"name": "Berlin", "type": "city"})
+            alice.put("/v1/entities/berlin/", json={"summary": "a city"})  # an update
+            bob.post("/v1/entities/", json={"name": "Bobland"})  # bob's: not alice's to see
+            alice.post("/v1/entities/Alice/relations/", json={"relation": "lives in",
+                                                              "target": "Berlin"})
+            alice.post("/v1/entities/Alice/relations/", json={"relation": "visits",
+                                                              "target": "Paris"})
+            thread.join(10)
+        finally:
+            stream.__exit__(None, None, None)
+            sub.close()
+        alice.close()
+        bob.close()
+    assert [(e["event"], e.get("name")) for e in events] == [
+        ("memory_created", None), ("entity_created", "Acme"), ("entity_created", "Alice"),
+        ("memory_created", None), ("entity_created", "Berlin"), ("entity_created", "Paris")]
+    berlin = events[4]
+    assert (berlin["type"], berlin["user_id"], berlin["agent_id"], berlin["run_id"]) == (
+        "city", "alice", None, None)  # the entity's type and scope
+    assert [e["type"] for e in events if e["event"] == "entity_created"] == [
+        "unknown", "unknown", "city", "unknown"]
+    assert len({e["id"] for e in events}) == 6

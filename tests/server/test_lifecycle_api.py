@@ -69,7 +69,7 @@ def test_sse_consolidation_complete_from_automatic_runs_and_from_rest() -> None:
         finally:
             stream.__exit__(None, None, None)
             sub.close()
-    assert [e["type"] for e in events] == 2 * [
+    assert [e["event"] for e in events] == 2 * [
         "memory_created", "memory_created", "memory_deleted", "consolidation_complete",
     ] + ["consolidation_complete"]
     for created, merged, complete in ((events[1], events[2], events[3]),
