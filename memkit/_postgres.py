@@ -1,8 +1,9 @@
 """What the PostgreSQL store and history share: statements as data, two drivers, pools.
 
-An operation is a generator that yields :class:`Statement` objects and receives
-their rows; :func:`drive` runs it on a connection and :func:`adrive` on an
-async one, each in one transaction (a savepoint inside an outer one).
+An operation (:mod:`memkit.stores._ops`) yields :class:`Statement` objects and
+receives their rows (``None`` for a ``fallible`` statement that failed);
+:func:`drive` runs it on a connection and :func:`adrive` on an async one, each in
+one transaction (a savepoint inside an outer one).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 
 from memkit._errors import ConfigError, VectorStoreError
 from memkit._imports import require
+from memkit.stores._ops import arun, run
 
 require("psycopg", "pgvector")
 require("psycopg_pool", "pgvector")
@@ -195,28 +197,26 @@ def drive(conn: psycopg.Connection[Any], op: Op[T]) -> T:
     """Run ``op`` on ``conn`` in one transaction."""
     try:
         with conn.transaction(), conn.cursor() as cur:
-            try:
-                stmt = next(op)
-                while True:
-                    if stmt.fallible:
-                        try:
-                            with conn.transaction():
-                                cur.execute(stmt.query, stmt.params)
-                        except psycopg.Error:
-                            stmt = op.send(None)  # type: ignore[arg-type]
-                            continue
-                    elif stmt.copy_types:
-                        with cur.copy(stmt.query) as copy:
-                            copy.set_types(list(stmt.copy_types))
-                            for row in stmt.params:
-                                copy.write_row(row)
-                    elif stmt.many:
-                        cur.executemany(stmt.query, stmt.params)
-                    else:
-                        cur.execute(stmt.query, stmt.params)
-                    stmt = op.send(cur.fetchall() if cur.description else [])
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+
+            def execute(stmt: Statement) -> Rows | None:
+                if stmt.fallible:
+                    try:
+                        with conn.transaction():
+                            cur.execute(stmt.query, stmt.params)
+                    except psycopg.Error:
+                        return None
+                elif stmt.copy_types:
+                    with cur.copy(stmt.query) as copy:
+                        copy.set_types(list(stmt.copy_types))
+                        for row in stmt.params:
+                            copy.write_row(row)
+                elif stmt.many:
+                    cur.executemany(stmt.query, stmt.params)
+                else:
+                    cur.execute(stmt.query, stmt.params)
+                return cur.fetchall() if cur.description else []
+
+            return run(op, execute)
     except psycopg.Error as exc:
         raise VectorStoreError(f"PostgreSQL: {exc}") from exc
 
@@ -225,28 +225,26 @@ async def adrive(conn: psycopg.AsyncConnection[Any], op: Op[T]) -> T:
     """Run ``op`` on ``conn`` in one transaction, without blocking the event loop."""
     try:
         async with conn.transaction(), conn.cursor() as cur:
-            try:
-                stmt = next(op)
-                while True:
-                    if stmt.fallible:
-                        try:
-                            async with conn.transaction():
-                                await cur.execute(stmt.query, stmt.params)
-                        except psycopg.Error:
-                            stmt = op.send(None)  # type: ignore[arg-type]
-                            continue
-                    elif stmt.copy_types:
-                        async with cur.copy(stmt.query) as acopy:
-                            acopy.set_types(list(stmt.copy_types))
-                            for row in stmt.params:
-                                await acopy.write_row(row)
-                    elif stmt.many:
-                        await cur.executemany(stmt.query, stmt.params)
-                    else:
-                        await cur.execute(stmt.query, stmt.params)
-                    stmt = op.send(await cur.fetchall() if cur.description else [])
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+
+            async def execute(stmt: Statement) -> Rows | None:
+                if stmt.fallible:
+                    try:
+                        async with conn.transaction():
+                            await cur.execute(stmt.query, stmt.params)
+                    except psycopg.Error:
+                        return None
+                elif stmt.copy_types:
+                    async with cur.copy(stmt.query) as acopy:
+                        acopy.set_types(list(stmt.copy_types))
+                        for row in stmt.params:
+                            await acopy.write_row(row)
+                elif stmt.many:
+                    await cur.executemany(stmt.query, stmt.params)
+                else:
+                    await cur.execute(stmt.query, stmt.params)
+                return await cur.fetchall() if cur.description else []
+
+            return await arun(op, execute)
     except psycopg.Error as exc:
         raise VectorStoreError(f"PostgreSQL: {exc}") from exc
 

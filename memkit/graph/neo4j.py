@@ -59,6 +59,7 @@ from memkit.graph.base import (
     resolve_names,
     scope_fields,
 )
+from memkit.stores._ops import arun, run
 
 neo4j: Any = require("neo4j", "neo4j")
 #: what the driver raises when the server fails or cannot be reached
@@ -507,29 +508,23 @@ class Neo4jGraph(GraphStore):
 
 
 def _drive(session: Any, op: Op[T]) -> T:
-    try:
-        query = next(op)
-        while True:
-            try:
-                rows = session.run(query.text, query.params).data()
-            except _ENGINE_ERRORS as exc:
-                raise GraphStoreError(f"{type(exc).__name__}: {exc}") from exc
-            query = op.send(rows)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    def execute(query: Cypher) -> Records:
+        try:
+            return session.run(query.text, query.params).data()  # type: ignore[no-any-return]
+        except _ENGINE_ERRORS as exc:
+            raise GraphStoreError(f"{type(exc).__name__}: {exc}") from exc
+
+    return run(op, execute)
 
 
 async def _adrive(session: Any, op: Op[T]) -> T:
-    try:
-        query = next(op)
-        while True:
-            try:
-                rows = await (await session.run(query.text, query.params)).data()
-            except _ENGINE_ERRORS as exc:
-                raise GraphStoreError(f"{type(exc).__name__}: {exc}") from exc
-            query = op.send(rows)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    async def execute(query: Cypher) -> Records:
+        try:
+            return await (await session.run(query.text, query.params)).data()  # type: ignore[no-any-return]
+        except _ENGINE_ERRORS as exc:
+            raise GraphStoreError(f"{type(exc).__name__}: {exc}") from exc
+
+    return await arun(op, execute)
 
 
 __all__ = ["CypherGraph", "Neo4jGraph"]

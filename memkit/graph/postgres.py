@@ -11,7 +11,6 @@ not at all.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import threading
 from collections.abc import Generator
@@ -36,23 +35,22 @@ from memkit._postgres import (
     retrying,
     upkeep,
 )
-from memkit.graph._sql import Dialect, Op, SQLGraph, T
+from memkit.graph._sql import Dialect, Op, Query, SQLGraph, T
 from memkit.graph.base import GraphStore, GraphStoreError
+from memkit.stores._ops import run, translated
 
 _PARAM = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
 
 
 def statements(op: Op[T]) -> Generator[Statement, Rows, T]:
     """``op``'s queries as psycopg statements (``:name`` -> ``%(name)s``)."""
-    try:
-        query = next(op)
-        while True:
-            text = sql.SQL(_PARAM.sub(r"%(\1)s", query.sql))
-            many = query.many is not None
-            rows = yield Statement(text, list(query.many or ()) if many else query.params, many)
-            query = op.send(rows)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    return translated(op, _statement)
+
+
+def _statement(query: Query) -> Statement:
+    text = sql.SQL(_PARAM.sub(r"%(\1)s", query.sql))
+    many = query.many is not None
+    return Statement(text, list(query.many or ()) if many else query.params, many)
 
 
 class PostgresGraph(PoolOwner, GraphStore):
@@ -98,11 +96,13 @@ class PostgresGraph(PoolOwner, GraphStore):
     def _schema(self) -> Generator[Statement, Rows, bool]:
         """What the tables lack, created by one connection at a time (nothing, and no
         lock, when they are complete)."""
-        made, schema = [], statements(self.ops.schema())
-        with contextlib.suppress(StopIteration):
-            made.append(next(schema))
-            while True:
-                made.append(schema.send([]))
+        made: list[Statement] = []
+
+        def collect(statement: Statement) -> Rows:
+            made.append(statement)
+            return []
+
+        run(statements(self.ops.schema()), collect)
         return (yield from upkeep(made))
 
     def open(self) -> None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import sqlite3
 from typing import ClassVar
 
-from memkit.graph._sql import Dialect, Op, SQLGraph, T
+from memkit.graph._sql import Dialect, Op, Query, Rows, SQLGraph, T
 from memkit.graph.base import GraphStore, GraphStoreError
 from memkit.history.sqlite import SQLiteConnection, check_identifier
+from memkit.stores._ops import run
 
 
 class SQLiteGraph(GraphStore):
@@ -71,17 +72,13 @@ class SQLiteGraph(GraphStore):
 
 
 def _drive(conn: sqlite3.Connection, op: Op[T]) -> T:
-    try:
-        query = next(op)
-        while True:
-            if query.many is not None:
-                conn.executemany(query.sql, query.many)
-                rows: list[tuple[object, ...]] = []
-            else:
-                rows = conn.execute(query.sql, query.params).fetchall()
-            query = op.send(rows)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    def execute(query: Query) -> Rows:
+        if query.many is not None:
+            conn.executemany(query.sql, query.many)
+            return []
+        return conn.execute(query.sql, query.params).fetchall()
+
+    return run(op, execute)
 
 
 __all__ = ["SQLiteGraph"]

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from memkit._errors import MemkitError, VectorStoreError
 from memkit._filters import Filter
+from memkit.stores._ops import arun, run
 from memkit.stores.base import (
     PROJECTION_PAGE,
     Hit,
@@ -48,44 +49,38 @@ def run_calls(op: Generator[Callable[[C], Any], Any, T], client: C, engine: str,
               transient: Transient = _never) -> T:
     """Drive ``op``: each yielded call is made on ``client`` (retried with short waits while
     ``transient(error)``); engine errors become :class:`~memkit.VectorStoreError`."""
-    result: Any = None
-    try:
-        while True:
-            call = op.send(result)
-            for wait in (*RETRY_WAITS, None):
-                with lock or contextlib.nullcontext():
-                    try:
-                        result = call(client)
-                        break
-                    except MemkitError:
-                        raise
-                    except Exception as exc:
-                        if wait is None or not transient(exc):
-                            raise VectorStoreError(f"{engine}: {exc}") from exc
-                time.sleep(wait)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
 
-
-async def arun_calls(op: Generator[Callable[[C], Any], Any, T], client: Any, engine: str,
-                     transient: Transient = _never) -> T:
-    """Drive ``op`` on an async client whose methods mirror the sync client's as coroutines."""
-    result: Any = None
-    try:
-        while True:
-            call = op.send(result)
-            for wait in (*RETRY_WAITS, None):
+    def execute(call: Callable[[C], Any]) -> Any:
+        for wait in (*RETRY_WAITS, None):
+            with lock or contextlib.nullcontext():
                 try:
-                    result = await call(client)
-                    break
+                    return call(client)
                 except MemkitError:
                     raise
                 except Exception as exc:
                     if wait is None or not transient(exc):
                         raise VectorStoreError(f"{engine}: {exc}") from exc
-                await asyncio.sleep(wait)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+            time.sleep(wait)
+
+    return run(op, execute)
+
+
+async def arun_calls(op: Generator[Callable[[C], Any], Any, T], client: Any, engine: str,
+                     transient: Transient = _never) -> T:
+    """Drive ``op`` on an async client whose methods mirror the sync client's as coroutines."""
+
+    async def execute(call: Callable[[C], Any]) -> Any:
+        for wait in (*RETRY_WAITS, None):
+            try:
+                return await call(client)
+            except MemkitError:
+                raise
+            except Exception as exc:
+                if wait is None or not transient(exc):
+                    raise VectorStoreError(f"{engine}: {exc}") from exc
+            await asyncio.sleep(wait)
+
+    return await arun(op, execute)
 
 
 class DrivenStore(VectorStore):

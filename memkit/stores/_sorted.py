@@ -15,6 +15,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Generator, Iterable
 
 from memkit._filters import Filter, matches
+from memkit.stores._ops import run
 from memkit.stores.base import Order, Record, cursor_key, cursor_of
 
 #: a write of more keys than this re-sorts the lists instead of inserting one by one
@@ -104,9 +105,4 @@ def walk(keys: SortedKeys, filter: Filter | None, limit: int, cursor: str | None
 
 def read(pages: Walk, fetch: Callable[[list[str]], list[Record]]) -> Page:
     """Drive :func:`walk` with a blocking ``fetch``."""
-    try:
-        ids = next(pages)
-        while True:
-            ids = pages.send(fetch(ids))
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+    return run(pages, fetch)

@@ -60,6 +60,7 @@ from memkit._imports import require
 from memkit._time import to_datetime
 from memkit.stores._driven import arun_calls, run_calls
 from memkit.stores._generations import SwitchableStore
+from memkit.stores._ops import translated
 from memkit.stores._sorted import Page, SortedKeys, Walk, walk
 from memkit.stores.base import Hit, Order, Record, Vector, check_collection, cosine_to_score, page_after
 
@@ -530,15 +531,11 @@ class QdrantStore(SwitchableStore):
 
     def _read(self, pages: Walk) -> Op[Page]:
         """Drive a page walk (:func:`memkit.stores._sorted.walk`) with retrieves by id."""
-        try:
-            ids = next(pages)
-            while True:
-                points = yield (lambda c: c.retrieve(
-                    collection_name=self._live, ids=[_point_id(i) for i in ids],  # noqa: B023
-                    with_payload=True, with_vectors=False))
-                ids = pages.send([_record(p) for p in points])
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+        def retrieve(ids: list[str]) -> Callable[[QdrantClient], Any]:
+            return lambda c: c.retrieve(collection_name=self._live, ids=[_point_id(i) for i in ids],
+                                        with_payload=True, with_vectors=False)
+
+        return (yield from translated(pages, retrieve, lambda points: [_record(p) for p in points]))
 
     def _page_in_id_order(
         self, filter: Filter | None, limit: int, cursor: str | None
