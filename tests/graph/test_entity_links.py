@@ -160,3 +160,33 @@ def test_an_entity_filter_needs_a_graph_store_and_one_scope(make: Any) -> None:
         m.search("tea", scopes=[{"user_id": "u"}], entity="Alice")
     with pytest.raises(InvalidArgument):
         m.get_all(user_id="u", entity="")
+
+
+@pytest.mark.every_store  # store_name: every registered vector store (tests/conftest.py)
+def test_an_entity_filter_narrows_on_every_store(store_name: str, tmp_path_factory: Any,
+                                                  tmp_path: Any) -> None:
+    from memkit import Memory
+    from memkit.graph.sqlite import SQLiteGraph
+    from memkit.testing import HashEmbedder
+    from tests.stores.conftest import (
+        FACTORIES,
+        _drop_chroma_collections,
+        _drop_milvus_collections,
+    )
+
+    store = FACTORIES[store_name](tmp_path_factory, "entity")
+    graph = SQLiteGraph(str(tmp_path / "graph.db"))
+    try:
+        with Memory(llm=ScriptedLLM([]), embedder=HashEmbedder(), vector_store=store,
+                    graph_store=graph) as m:
+            for text, named in (("Lunch at Acme", ["Alice", "Acme"]), ("Alice likes tea", []),
+                                ("Acme sells tea", ["Acme"]), ("Tea at noon", ["Alice"])):
+                m.add(text, user_id="u", infer=False, entities=named)
+            assert sorted(i.memory for i in m.search("tea", user_id="u", entity="acme")) == [
+                "Acme sells tea", "Lunch at Acme"]
+            pages = [i.memory for offset in (0, 1, 2) for i in m.get_all(
+                user_id="u", entity="Alice", limit=1, offset=offset).results]
+            assert sorted(pages) == ["Lunch at Acme", "Tea at noon"]
+    finally:
+        _drop_chroma_collections([store])
+        _drop_milvus_collections([store])
