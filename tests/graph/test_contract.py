@@ -165,3 +165,26 @@ def test_repoint_moves_relations_to_the_memory_that_absorbed_theirs(graph: Graph
     assert {r.triple: r.memory_ids for r in graph.relations(ALICE)} == {
         ("Alice", "LIKES", "Tea"): ("m1",), ("Alice", "KNOWS", "Bob"): ("m1",)}
     assert graph.relations(BOB)[0].memory_ids == ("m2",)  # another scope is not touched
+
+
+def test_linked_memories_and_alias_uses_are_forgotten_and_repointed(graph: Graph) -> None:
+    graph.upsert_relations(ALICE, [NewRelation("Alice", "works at", "Acme", memory_ids=("m1",))],
+                           T1)
+    linked = graph.link_memories(ALICE, ["alice", "Zed"], ["m2", "m3"], T2)
+    assert [(e.name, e.type) for e in linked] == [("Alice", "unknown"), ("Zed", "unknown")]
+    [zed] = [e for e in linked if e.name == "Zed"]
+    assert graph.entities_by_id(ALICE, [zed.id]) == [zed] and graph.entities_by_id(BOB, [zed.id]) == []
+    assert graph.memory_ids_of(ALICE, [zed.id]) == ["m2", "m3"]
+    assert graph.memory_ids_of(BOB, [zed.id]) == []
+    graph.set_vectors(ALICE, ["Alice"], [[1.0, 0.0]])
+    assert graph.resolve(ALICE, ["alice smith"], [[0.9, 0.1]], 0.9, ["m3"]) == {
+        "alice smith": "Alice"}  # an alias m3's add used
+    assert graph.resolve(ALICE, ["Alice Smith"], None, 1.0, ["m4"]) == {"Alice Smith": "Alice"}
+    graph.repoint(ALICE, [("m3", "m5")])  # a consolidation merged m3 into m5
+    assert graph.memory_ids_of(ALICE, [zed.id]) == ["m2", "m5"]
+    graph.forget_memories(["m4"])
+    assert graph.resolve(ALICE, ["alice smith"]) == {"alice smith": "Alice"}  # m5 uses it
+    gone = graph.forget_memories(["m2", "m5"])
+    assert zed.id in gone and graph.entities(ALICE, names=["Zed"]) == []
+    assert graph.resolve(ALICE, ["alice smith"]) == {}  # no memory uses it any more
+    assert [e.name for e in graph.entities(ALICE)] == ["Acme", "Alice"]  # m1's relation stays
