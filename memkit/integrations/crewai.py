@@ -199,7 +199,8 @@ class _ScopeRecords:
             path: str) -> list[MemoryRecord]:
         result = self.memory.add(content, **self.ids, metadata=metadata, importance=importance,
                                  filters=_under(path), infer=self.infer)
-        touched = [self.memory.get(event.id) for event in result.results if event.event != "DELETE"]
+        touched = [self.memory.get(event.id, reinforce=False)  # what was written, not a use
+                   for event in result.results if event.event != "DELETE"]
         return [self.record(item) for item in touched if item is not None]
 
     def get_record(self, record_id: str) -> MemoryRecord | None:
