@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from os import PathLike, fspath
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from memkit._config import MemoryConfig
 from memkit._errors import ConfigError, InvalidArgument, MemkitError, ScopeError
@@ -121,50 +121,53 @@ def _valid(s: Settings, as_of: Timestamp | None, include_expired: bool) -> Filte
     return valid_at(_when(s, as_of), include_expired=bool(include_expired))
 
 
-def add(
-    s: Settings,
-    /,
-    messages: str | dict[str, Any] | list[dict[str, Any]],
-    *,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    run_id: str | None = None,
-    metadata: dict[str, Any] | None = None,
-    filters: dict[str, Any] | None = None,
-    prompt: str | None = None,
-    infer: bool = True,
-    timestamp: Timestamp | None = None,
-    on_error: OnError | None = None,
-    expires_at: Timestamp | None = None,
-    expiration_date: Timestamp | None = None,
-    dry_run: bool = False,
-    memory_type: str | None = None,
-    importance: float | None = None,
-    confidence: float | None = None,
-    surface: str | None = None,
-    entities: Sequence[str] | None = None,
-) -> Flow[AddResult]:
+class AddOptions(TypedDict, total=False):
+    """The keyword arguments of :meth:`memkit.Memory.add` and ``AsyncMemory.add`` (the two
+    signatures users see, documented there); a missing key means the default."""
+
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    metadata: dict[str, Any] | None
+    filters: dict[str, Any] | None
+    prompt: str | None
+    infer: bool
+    timestamp: Timestamp | None
+    on_error: OnError | None
+    expires_at: Timestamp | None
+    expiration_date: Timestamp | None
+    dry_run: bool
+    memory_type: str | None
+    importance: float | None
+    confidence: float | None
+    surface: str | None
+    entities: Sequence[str] | None
+
+
+def add(s: Settings, messages: str | dict[str, Any] | list[dict[str, Any]], /,
+        **o: Unpack[AddOptions]) -> Flow[AddResult]:
     prompts = s.config.custom_prompts
-    lifecycle = lifecycle_fields(memory_type, importance, confidence)
-    named = entity_refs_of(entities)
+    lifecycle = lifecycle_fields(o.get("memory_type"), o.get("importance"), o.get("confidence"))
+    named = entity_refs_of(o.get("entities"))
     if named and s.graph is None:
         raise ConfigError("entities= links memories to graph entities: configure a graph store "
                           "(graph_store=...)")
+    timestamp, on_error = o.get("timestamp"), o.get("on_error")
     request = AddRequest(
         messages=messages_of(messages),
-        scope=Scope.of(user_id, agent_id, run_id),
-        metadata=with_task_status(with_surface(metadata_of(metadata), surface),
+        scope=Scope.of(o.get("user_id"), o.get("agent_id"), o.get("run_id")),
+        metadata=with_task_status(with_surface(metadata_of(o.get("metadata")), o.get("surface")),
                                   lifecycle.get("memory_type")),
-        filters=parse_filter(filters),
-        prompt=None if prompt is None else text_of(prompt, "prompt"),
-        infer=bool(infer),
+        filters=parse_filter(o.get("filters")),
+        prompt=None if (prompt := o.get("prompt")) is None else text_of(prompt, "prompt"),
+        infer=bool(o.get("infer", True)),
         timestamp=timestamp_of(timestamp if timestamp is not None else s.clock()),
         extraction_prompt=prompts.fact_extraction,
         decision_prompt=prompts.update_decision,
         candidates_per_fact=s.config.candidates_per_fact,
         on_error=on_error_of(on_error if on_error is not None else s.config.on_error),
-        expires_at=_expiry(expires_at, expiration_date),
-        dry_run=bool(dry_run),
+        expires_at=_expiry(o.get("expires_at"), o.get("expiration_date")),
+        dry_run=bool(o.get("dry_run", False)),
         lifecycle=lifecycle,
         graph=s.graph,
         entities=named,
