@@ -3,162 +3,51 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
 from memkit import MemkitError
-from memkit._errors import NO_LLM_FIX, NO_LLM_FIX_CLI
 from memkit._net import is_loopback
+from memkit.cli._common import (
+    AgentOpt,
+    AsOfOpt,
+    ConfidenceOpt,
+    EntityOpt,
+    ExpiredOpt,
+    ExpiresOpt,
+    FiltersOpt,
+    ImportanceOpt,
+    JsonOpt,
+    LimitOpt,
+    MetadataOpt,
+    RunOpt,
+    SurfaceOpt,
+    TypeOpt,
+    UserOpt,
+    emit,
+    fail,
+    json_arg,
+    open_memory,
+    resolve_id,
+    settings_of,
+    table,
+    with_hint,
+)
 from memkit.cli._config import Settings, memory_config
 from memkit.stores import store_names
 
 if TYPE_CHECKING:
-    from memkit import Memory
+    pass
 
 app = typer.Typer(
     name="memkit", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
     help="Long-term memory for AI agents: add, search and manage memories; serve them over "
          "REST or MCP. Configure with --config FILE, MEMKIT_CONFIG, or the flags below.",
 )
-UserOpt = Annotated[str | None, typer.Option("--user-id", "-u", help="Scope: user id.")]
-AgentOpt = Annotated[str | None, typer.Option("--agent-id", "-a", help="Scope: agent id.")]
-RunOpt = Annotated[str | None, typer.Option("--run-id", "-r", help="Scope: run id.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
-FiltersOpt = Annotated[str | None, typer.Option(
-    "--filters", "-f", help='A filter as JSON, e.g. \'{"topic": "food"}\'.')]
-LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=1, help="How many at most.")]
-AsOfOpt = Annotated[str | None, typer.Option(
-    "--as-of", help="ISO 8601 time: what was valid then (default: now).")]
-ExpiresOpt = Annotated[str | None, typer.Option(
-    "--expires-at", help="ISO 8601 time after which the memory is hidden.")]
-TypeOpt = Annotated[str | None, typer.Option(
-    "--memory-type", help='e.g. task, preference, decision, fact.')]
-ImportanceOpt = Annotated[float | None, typer.Option(min=0, max=1, help="From 0 to 1.")]
-ConfidenceOpt = Annotated[float | None, typer.Option(
-    min=0, max=1, help="Where the confidence starts, 0 to 1 (default 1).")]
-SurfaceOpt = Annotated[str | None, typer.Option(
-    help='"startup": shown in the startup briefing.')]
-ExpiredOpt = Annotated[bool, typer.Option("--include-expired", help="Expired memories too.")]
-MetadataOpt = Annotated[str | None, typer.Option("--metadata", "-m", help="JSON object.")]
-EntityOpt = Annotated[str | None, typer.Option(
-    help="Only the memories about this entity (name or id; needs a graph store).")]
-
-
-def _settings(ctx: typer.Context) -> Settings:
-    settings = ctx.find_root().obj
-    return settings if isinstance(settings, Settings) else Settings()
-
-
-def fail(message: str, code: int = 1) -> NoReturn:
-    from rich.console import Console
-    from rich.markup import escape
-
-    Console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
-    raise typer.Exit(code)
-
-
-@contextmanager
-def _memory(ctx: typer.Context) -> Iterator[Memory]:
-    from memkit import Memory
-
-    try:
-        memory = Memory(memory_config(_settings(ctx).resolve()))
-    except (MemkitError, ImportError) as exc:
-        fail(str(exc))
-    try:
-        yield memory
-    except MemkitError as exc:
-        fail(f"{type(exc).__name__}: {str(exc).replace(NO_LLM_FIX, NO_LLM_FIX_CLI)}")
-    finally:
-        memory.close()
-
-
-def _json_arg(raw: str | None, what: str) -> dict[str, Any] | None:
-    if raw is None:
-        return None
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        fail(f"{what} must be a JSON object: {exc}")
-    if not isinstance(value, dict):
-        fail(f"{what} must be a JSON object")
-    return value
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-
-
-def _emit(data: Any, as_json: bool, render: Callable[[], None]) -> None:
-    if as_json:
-        _print_json(data)
-    else:
-        render()
-
-
-ID_COLUMNS = frozenset({"id", "memory_id"})
-
-
-def _with_hint(exc: ImportError, extra: str) -> str:
-    """An import error as one line that names the install command."""
-    message = str(exc)
-    return message if "pip install" in message else f"{message}; install it with: pip install 'memkit-ai[{extra}]'"
-
-
-def _resolve_id(memory: Memory, given: str) -> str:
-    """``given`` if a memory has that id, else the one memory whose id starts with it."""
-    try:
-        if memory.get(given, reinforce=False) is not None:
-            return given
-    except MemkitError:
-        pass
-    matches: list[str] = []
-    for record in memory.export():
-        if record.id.startswith(given):
-            matches.append(record.id)
-            if len(matches) > 5:
-                break
-    if not matches:
-        fail(f"no memory with id {given!r}")
-    if len(matches) > 1:
-        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
-        fail(f"id prefix {given!r} is ambiguous; it matches {shown}")
-    return matches[0]
-
-
-def _table(rows: list[dict[str, Any]], columns: list[str], title: str | None = None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title)
-    for column in columns:
-        if column in ID_COLUMNS:  # ids stay whole on one line, to be copied
-            table.add_column(column, no_wrap=True, min_width=36)
-        else:
-            table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*(_cell(row.get(c)) for c in columns))
-    Console().print(table)
-
-
-_ISO_TIME = re.compile(r"^(\d{4}-\d\d-\d\d)T(\d\d:\d\d)(:\d\d(\.\d+)?)?(Z|[+-]00:00)$")
-
-
-def _cell(value: Any) -> str:
-    """A table cell: times in UTC to the minute (``--json`` keeps them whole), None blank."""
-    if value is None:
-        return ""
-    text = str(value)
-    match = _ISO_TIME.match(text)
-    return f"{match.group(1)} {match.group(2)}" if match else text
-
-
 @app.callback()
 def _root(
     ctx: typer.Context,
@@ -212,23 +101,23 @@ def add(
     from rich.console import Console
 
     waiting = Console(stderr=True).status("the model is reading the text…") if infer and not as_json else None
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         if waiting is not None:
             waiting.start()
         try:
             result = memory.add(text, user_id=user_id, agent_id=agent_id, run_id=run_id,
-                                metadata=_json_arg(metadata, "--metadata"), infer=infer,
+                                metadata=json_arg(metadata, "--metadata"), infer=infer,
                                 dry_run=dry_run, expires_at=expires_at, timestamp=timestamp,
                                 memory_type=memory_type, importance=importance,
                                 confidence=confidence, surface=surface,
-                                filters=_json_arg(filters, "--filters"),
+                                filters=json_arg(filters, "--filters"),
                                 prompt=prompt, on_error=on_error,  # type: ignore[arg-type]
                                 entities=entities)
         finally:
             if waiting is not None:
                 waiting.stop()
     data = result.model_dump(mode="json")
-    _emit(data, as_json, lambda: _table(data["results"], ["event", "id", "memory"]))
+    emit(data, as_json, lambda: table(data["results"], ["event", "id", "memory"]))
     for error in result.errors:
         print(f"skipped ({error.stage}): {error.message}", file=sys.stderr)
 
@@ -255,10 +144,10 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """The memories of a scope most relevant to a query."""
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         result = memory.search(query, user_id=user_id, agent_id=agent_id, run_id=run_id,
                                limit=limit, offset=offset,
-                               filters=_json_arg(filters, "--filters"),
+                               filters=json_arg(filters, "--filters"),
                                threshold=threshold, mode=mode,  # type: ignore[arg-type]
                                as_of=as_of, include_expired=include_expired,
                                min_confidence=min_confidence, graph=graph, rerank=rerank,
@@ -267,7 +156,7 @@ def search(
     rows = [{**row, "location": item.location} for row, item in zip(data["results"], result,
                                                                      strict=True)]
     where = ["location"] if any(item.location for item in result) else []
-    _emit(data, as_json, lambda: _table(rows, ["score", "id", "memory", *where]))
+    emit(data, as_json, lambda: table(rows, ["score", "id", "memory", *where]))
 
 
 @app.command()
@@ -279,12 +168,12 @@ def get(
     as_json: JsonOpt = False,
 ) -> None:
     """One memory by id (or a unique prefix of it)."""
-    with _memory(ctx) as memory:
-        item = memory.get(_resolve_id(memory, memory_id), reinforce=reinforce)
+    with open_memory(ctx) as memory:
+        item = memory.get(resolve_id(memory, memory_id), reinforce=reinforce)
     if item is None:
         fail(f"no memory with id {memory_id!r}")
     data = item.model_dump(mode="json", exclude={"score"})
-    _emit(data, as_json, lambda: _table([{"field": k, "value": v} for k, v in data.items()],
+    emit(data, as_json, lambda: table([{"field": k, "value": v} for k, v in data.items()],
                                         ["field", "value"]))
 
 
@@ -300,13 +189,13 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """A scope's memories valid now (or --as-of then), newest first."""
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         result = memory.get_all(user_id=user_id, agent_id=agent_id, run_id=run_id,
-                                filters=_json_arg(filters, "--filters"), limit=limit,
+                                filters=json_arg(filters, "--filters"), limit=limit,
                                 as_of=as_of, include_expired=include_expired, surface=surface,
                                 offset=offset, entity=entity)
     data = result.model_dump(mode="json")
-    _emit(data, as_json, lambda: _table(data["results"], ["id", "memory", "updated_at"]))
+    emit(data, as_json, lambda: table(data["results"], ["id", "memory", "updated_at"]))
 
 
 @app.command()
@@ -322,13 +211,13 @@ def update(
     as_json: JsonOpt = False,
 ) -> None:
     """Replace a memory's text, or set its fields (ID: the id or a unique prefix of it)."""
-    with _memory(ctx) as memory:
-        item = memory.update(_resolve_id(memory, memory_id), text,
-                             metadata=_json_arg(metadata, "--metadata"), expires_at=expires_at,
+    with open_memory(ctx) as memory:
+        item = memory.update(resolve_id(memory, memory_id), text,
+                             metadata=json_arg(metadata, "--metadata"), expires_at=expires_at,
                              memory_type=memory_type, importance=importance,
                              confidence=confidence, surface=surface)
     data = item.model_dump(mode="json", exclude={"score"})
-    _emit(data, as_json, lambda: print(f"updated {data['id']}: {data['memory']}"))
+    emit(data, as_json, lambda: print(f"updated {data['id']}: {data['memory']}"))
 
 
 @app.command()
@@ -350,17 +239,17 @@ def delete(
     A delete ends validity (--as-of reads still see it); --hard removes for good."""
     if (memory_id is None) == (not all_):
         fail("give either an ID or --all with a scope")
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         if memory_id is not None:
-            memory.delete(_resolve_id(memory, memory_id), hard=hard, actor_id=actor_id)
+            memory.delete(resolve_id(memory, memory_id), hard=hard, actor_id=actor_id)
             count = 1
         elif hard:
             count = memory.purge(user_id=user_id, agent_id=agent_id, run_id=run_id,
-                                 filters=_json_arg(filters, "--filters"), actor_id=actor_id)
+                                 filters=json_arg(filters, "--filters"), actor_id=actor_id)
         else:
             count = memory.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id,
-                                      filters=_json_arg(filters, "--filters")).count
-    _emit({"deleted": count}, as_json, lambda: print(f"deleted {count}"))
+                                      filters=json_arg(filters, "--filters")).count
+    emit({"deleted": count}, as_json, lambda: print(f"deleted {count}"))
 
 
 @app.command()
@@ -369,12 +258,12 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Every change to a memory, oldest first (ID: the id or a unique prefix of it)."""
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         records = memory.history(memory_id)
         if not records:
-            records = memory.history(_resolve_id(memory, memory_id))
+            records = memory.history(resolve_id(memory, memory_id))
         rows = [r.model_dump(mode="json") for r in records]
-    _emit(rows, as_json, lambda: _table(
+    emit(rows, as_json, lambda: table(
         rows, ["id", "timestamp", "event", "old_value", "new_value", "reverts"]))
 
 
@@ -384,12 +273,12 @@ def versions(
     as_json: JsonOpt = False,
 ) -> None:
     """A memory's version chain, oldest first, with when each version was valid."""
-    with _memory(ctx) as memory:
-        chain = memory.versions(memory_id) or memory.versions(_resolve_id(memory, memory_id))
+    with open_memory(ctx) as memory:
+        chain = memory.versions(memory_id) or memory.versions(resolve_id(memory, memory_id))
         rows = [v.model_dump(mode="json", exclude={"score"}) for v in chain]
     if not rows:
         fail(f"no memory with id {memory_id!r}")
-    _emit(rows, as_json, lambda: _table(rows, ["id", "valid_from", "valid_to", "memory"]))
+    emit(rows, as_json, lambda: table(rows, ["id", "valid_from", "valid_to", "memory"]))
 
 
 @app.command()
@@ -400,12 +289,12 @@ def supersede(
     as_json: JsonOpt = False,
 ) -> None:
     """Replace a memory by a new one (new id); the old one stays as a past version."""
-    with _memory(ctx) as memory:
-        item = memory.supersede(_resolve_id(memory, memory_id), text,
-                                metadata=_json_arg(metadata, "--metadata"),
+    with open_memory(ctx) as memory:
+        item = memory.supersede(resolve_id(memory, memory_id), text,
+                                metadata=json_arg(metadata, "--metadata"),
                                 expires_at=expires_at)
     data = item.model_dump(mode="json", exclude={"score"})
-    _emit(data, as_json, lambda: print(f"superseded {memory_id} by {data['id']}: {data['memory']}"))
+    emit(data, as_json, lambda: print(f"superseded {memory_id} by {data['id']}: {data['memory']}"))
 
 
 @app.command()
@@ -414,10 +303,10 @@ def revert(
     as_json: JsonOpt = False,
 ) -> None:
     """Undo one ADD, UPDATE or DELETE (an event id from `memkit history`)."""
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         undo = memory.revert(event_id)
     data = undo.model_dump(mode="json")
-    _emit(data, as_json, lambda: print(f"reverted {event_id} ({undo.event} {undo.memory_id})"))
+    emit(data, as_json, lambda: print(f"reverted {event_id} ({undo.event} {undo.memory_id})"))
 
 
 @app.command()
@@ -429,9 +318,9 @@ def export(
     filters: FiltersOpt = None,
 ) -> None:
     """Write every memory (or a scope's) with its history, one JSON object per line."""
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         exported = memory.export(user_id=user_id, agent_id=agent_id, run_id=run_id,
-                                 filters=_json_arg(filters, "--filters"))
+                                 filters=json_arg(filters, "--filters"))
     lines = (json.dumps(m.model_dump(mode="json"), ensure_ascii=False) + "\n" for m in exported)
     if output is None:
         sys.stdout.writelines(lines)
@@ -465,7 +354,7 @@ def import_(
     if (source is None) == (from_mem0 is None):
         fail("give an export file, or --from-mem0 with a mem0 config file (not both)")
     if from_mem0 is not None:
-        with _memory(ctx) as memory:
+        with open_memory(ctx) as memory:
             try:
                 report = import_from_mem0(memory, from_mem0, dry_run)
             except (MemkitError, ImportError) as exc:
@@ -475,7 +364,7 @@ def import_(
             fail("--dry-run goes with --from-mem0")
         assert source is not None
         rows, errors = parse_export(source.read_text(encoding="utf-8"))
-        with _memory(ctx) as memory, Progress(console=Console(stderr=True),
+        with open_memory(ctx) as memory, Progress(console=Console(stderr=True),
                                               disable=as_json) as progress:
             task = progress.add_task("importing", total=len(rows))
 
@@ -494,7 +383,7 @@ def import_(
         for error in report.errors:
             print(f"  {error}", file=sys.stderr)
 
-    _emit(data, as_json, render)
+    emit(data, as_json, render)
     if report.errors:
         raise typer.Exit(1)
 
@@ -506,12 +395,12 @@ def stats(ctx: typer.Context, user_id: UserOpt = None, agent_id: AgentOpt = None
     memories and top entities, of a scope (every scope without -u/-a/-r)."""
     from memkit.cli._stats import render_stats
 
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         report = memory.stats(user_id=user_id, agent_id=agent_id, run_id=run_id,
-                              filters=_json_arg(filters, "--filters"))
+                              filters=json_arg(filters, "--filters"))
         data = {**report.model_dump(mode="json"), "store": memory.config.vector_store.provider,
                 "embedder": memory.embedder.model_name}
-    _emit(data, as_json, lambda: render_stats(data))
+    emit(data, as_json, lambda: render_stats(data))
 
 
 @app.command()
@@ -539,8 +428,8 @@ def serve(
         from memkit.cli._serve import build_app, serve_workers, shared_store_problem
         from memkit.server import load_keys
     except ImportError as exc:
-        fail(_with_hint(exc, "server"))
-    settings = _settings(ctx)
+        fail(with_hint(exc, "server"))
+    settings = settings_of(ctx)
     config = settings.resolve()
     given = {"prune_every": prune_every, "prune_below": prune_below,
              "consolidate_every": consolidate_every}
@@ -620,7 +509,7 @@ def mcp(
     try:
         from memkit.mcp import create_server, default_scope
     except ImportError as exc:
-        fail(_with_hint(exc, "mcp"))
+        fail(with_hint(exc, "mcp"))
     from memkit import AsyncMemory
 
     if transport == "http" and not is_loopback(host):
@@ -629,10 +518,10 @@ def mcp(
     given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
     defaults = {k: given[k] or env[k] for k in given}
     try:
-        memory = AsyncMemory(memory_config(_settings(ctx).resolve()))
+        memory = AsyncMemory(memory_config(settings_of(ctx).resolve()))
     except (MemkitError, ImportError) as exc:
         fail(str(exc))
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     server = create_server(memory, defaults=defaults, close_memory=True, log_level=settings.log_level)
     if transport == "stdio":
         if sys.stdin.isatty():

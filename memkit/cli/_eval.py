@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 
 from memkit import MemkitError
-from memkit.cli._app import JsonOpt, _emit, _settings, fail
+from memkit.cli._common import JsonOpt, emit, fail, settings_of
 from memkit.cli._config import Settings, memory_config, read_config_file
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def eval_locomo(
 ) -> None:
     """Retrieval recall on LoCoMo (ingest with infer=False, search every question), or with
     --qa the full pipeline's answers judged by an LLM (costs tokens; asks first)."""
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     if embedder is not None:
         settings = replace(settings, embedder=embedder)
     qa_only = {"--llm": llm, "--judge": judge, "--out": out, "--limit": limit, "--batch": batch,
@@ -103,7 +103,7 @@ def eval_locomo(
         fail(str(exc))
     cost = run.estimate()
     if estimate:
-        _emit(cost, as_json, lambda: print(format_estimate(cost)))
+        emit(cost, as_json, lambda: print(format_estimate(cost)))
         return
     sys.stderr.write(format_estimate(cost) + "\n")
     if not yes:
@@ -138,7 +138,7 @@ def _recall(settings: Settings, data: Path | None, mode: str, searches: list[str
                                 embedder=settings.embedder or "local")
         except (MemkitError, OSError, ValueError, ImportError) as exc:
             fail(str(exc))
-    _emit(report, as_json, lambda: print(format_report(report)))
+    emit(report, as_json, lambda: print(format_report(report)))
 
 
 def _qa(settings: Settings, run: LocomoQA, llm: str, as_json: bool) -> None:
@@ -170,4 +170,4 @@ def _qa(settings: Settings, run: LocomoQA, llm: str, as_json: bool) -> None:
              "the same command continues from there")
     finally:
         memory.close()
-    _emit(report, as_json, lambda: print(format_qa_report(report)))
+    emit(report, as_json, lambda: print(format_qa_report(report)))

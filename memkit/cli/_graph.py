@@ -9,7 +9,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 import typer
 
-from memkit.cli._app import AgentOpt, JsonOpt, RunOpt, UserOpt, _memory, fail
+from memkit.cli._common import AgentOpt, JsonOpt, RunOpt, UserOpt, fail, open_memory
 
 graph_app = typer.Typer(no_args_is_help=True, help="The graph: entities and relations.")
 
@@ -25,7 +25,7 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """An entity's neighbourhood, as a tree of relations."""
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         if memory.graph_store is None:
             fail("no graph store is configured (set graph_store in the config)")
         graph = memory.get_entity_graph(name, depth=depth, user_id=user_id, agent_id=agent_id,
@@ -72,7 +72,7 @@ def export(
     limit: Annotated[int, typer.Option(min=1, help="Entities at most.")] = 100_000,
 ) -> None:
     """Every entity of a scope and the open relations among them, to stdout."""
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         if memory.graph_store is None:
             fail("no graph store is configured (set graph_store in the config)")
         scope: dict[str, Any] = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}

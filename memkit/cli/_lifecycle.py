@@ -6,16 +6,16 @@ from typing import Annotated
 
 import typer
 
-from memkit.cli._app import (
+from memkit.cli._common import (
     AgentOpt,
     FiltersOpt,
     JsonOpt,
     RunOpt,
     UserOpt,
-    _emit,
-    _json_arg,
-    _memory,
-    _table,
+    emit,
+    json_arg,
+    open_memory,
+    table,
 )
 
 
@@ -34,10 +34,10 @@ def consolidate(
     as_json: JsonOpt = False,
 ) -> None:
     """Merge near-duplicate memories, per scope (every scope without -u/-a/-r)."""
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         report = memory.consolidate(user_id=user_id, agent_id=agent_id, run_id=run_id,
                                     threshold=threshold, dry_run=dry_run,
-                                    filters=_json_arg(filters, "--filters"))
+                                    filters=json_arg(filters, "--filters"))
 
     def render() -> None:
         verb = "would merge" if report.dry_run else "merged"
@@ -47,9 +47,9 @@ def consolidate(
                  "merged texts": " | ".join(i.memory for i in c.merged)}
                 for c in report.clusters]
         if rows:
-            _table(rows, ["id", "keeper", "merged", "merged texts"])
+            table(rows, ["id", "keeper", "merged", "merged texts"])
 
-    _emit(report.model_dump(mode="json"), as_json, render)
+    emit(report.model_dump(mode="json"), as_json, render)
 
 
 def prune(
@@ -64,15 +64,15 @@ def prune(
 ) -> None:
     """Forget memories of low confidence (decayed, with lifecycle.decay on), per scope (every
     scope without -u/-a/-r); each ends as a delete ends it."""
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         report = memory.prune(below, dry_run=dry_run, user_id=user_id, agent_id=agent_id,
-                              run_id=run_id, filters=_json_arg(filters, "--filters"))
+                              run_id=run_id, filters=json_arg(filters, "--filters"))
     data = report.model_dump(mode="json")
 
     def render() -> None:
         verb = "would forget" if dry_run else "forgot"
         print(f"{verb} {report.count}")
         if data["results"]:
-            _table(data["results"], ["id", "memory"])
+            table(data["results"], ["id", "memory"])
 
-    _emit(data, as_json, render)
+    emit(data, as_json, render)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from memkit.cli._app import AgentOpt, JsonOpt, RunOpt, UserOpt, _emit, _memory, _with_hint, fail
+from memkit.cli._common import AgentOpt, JsonOpt, RunOpt, UserOpt, emit, fail, open_memory, with_hint
 
 if TYPE_CHECKING:
     from memkit import IndexResult
@@ -31,10 +31,10 @@ def index(
     max_file_bytes: MaxBytesOpt = 100_000, as_json: JsonOpt = False,
 ) -> None:
     """Index the markdown files of DIR, one memory per section; run it again to sync."""
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         result = memory.index_folder(folder, user_id=user_id, agent_id=agent_id, run_id=run_id,
                                      max_file_bytes=max_file_bytes)
-    _emit(result.model_dump(mode="json"), as_json, lambda: print(_summary(result)))
+    emit(result.model_dump(mode="json"), as_json, lambda: print(_summary(result)))
 
 
 def watch(
@@ -50,13 +50,13 @@ def watch(
         if result.changed or result.skipped:
             print(_summary(result), flush=True)
 
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         try:
             running = memory.watch_folder(folder, user_id=user_id, agent_id=agent_id,
                                           run_id=run_id, max_file_bytes=max_file_bytes,
                                           debounce_ms=debounce_ms, on_index=report)
         except ImportError as exc:  # one plain line: rich would wrap the install command
-            print(f"error: {_with_hint(exc, 'notes')}", file=sys.stderr)
+            print(f"error: {with_hint(exc, 'notes')}", file=sys.stderr)
             raise typer.Exit(1) from None
         print(f"watching {folder} (Ctrl-C to stop)", file=sys.stderr, flush=True)
         try:
@@ -78,10 +78,10 @@ def startup(
     as_json: JsonOpt = False,
 ) -> None:
     """The startup briefing of a scope: open tasks, startup memories, the most important."""
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         context = memory.startup_context(user_id=user_id, agent_id=agent_id, run_id=run_id,
                                          budget_tokens=budget_tokens)
-    _emit(context.model_dump(mode="json"), as_json,
+    emit(context.model_dump(mode="json"), as_json,
           lambda: print(context.text or "(nothing to brief)", end="" if context.text else "\n"))
 
 

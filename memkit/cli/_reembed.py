@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memkit._errors import ConfigError
-from memkit.cli._app import JsonOpt, _memory, _with_hint, fail
+from memkit.cli._common import JsonOpt, fail, open_memory, with_hint
 
 if TYPE_CHECKING:
     from memkit.embeddings.base import Embedder
@@ -82,14 +82,14 @@ def reembed(
     except ConfigError as exc:
         fail(str(exc))
     except ImportError as exc:
-        fail(_with_hint(exc, section["provider"] if section["provider"] == "e5" else "local"))
+        fail(with_hint(exc, section["provider"] if section["provider"] == "e5" else "local"))
 
     def progress(done: int, total: int) -> None:
         if not as_json:
             end = "\n" if done == total else ""
             print(f"\rre-embedded {done}/{total} memories", end=end, file=sys.stderr, flush=True)
 
-    with _memory(ctx) as memory:
+    with open_memory(ctx) as memory:
         result = memory.reembed(embedder, batch_size=batch_size, on_progress=progress)
     if as_json:
         sys.stdout.write(json.dumps({**result.model_dump(mode="json"), "embedder": section},

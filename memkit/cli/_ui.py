@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from memkit import MemkitError
-from memkit.cli._app import _settings, _with_hint, fail
+from memkit.cli._common import fail, settings_of, with_hint
 
 
 def ui(
@@ -25,9 +25,9 @@ def ui(
         from memkit.server import create_app
         from memkit.ui import launch_token, mount_ui
     except ImportError as exc:
-        fail(_with_hint(exc, "server"))
+        fail(with_hint(exc, "server"))
     try:
-        app_ = create_app(config=_settings(ctx).resolve())
+        app_ = create_app(config=settings_of(ctx).resolve())
     except (MemkitError, ImportError) as exc:
         fail(str(exc))
     mount_ui(app_)

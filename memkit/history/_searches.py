@@ -21,7 +21,7 @@ SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
 _PARAM = re.compile(r":([a-z_]+)")
 
 
-def schema(history_table: str) -> list[str]:
+def searches_schema(history_table: str) -> list[str]:
     table = f"{history_table}_searches"
     return [
         f'CREATE TABLE IF NOT EXISTS "{table}" (id TEXT PRIMARY KEY, timestamp TEXT NOT NULL,'
@@ -31,17 +31,17 @@ def schema(history_table: str) -> list[str]:
     ]
 
 
-def insert(history_table: str) -> str:
+def insert_searches(history_table: str) -> str:
     return (f'INSERT INTO "{history_table}_searches" ({", ".join(COLUMNS)})'
             f" VALUES ({', '.join(':' + c for c in COLUMNS)})")
 
 
-def row(entry: SearchLogEntry) -> dict[str, Any]:
+def search_row(entry: SearchLogEntry) -> dict[str, Any]:
     return {**entry.model_dump(include=set(COLUMNS)), "timestamp": to_iso(entry.timestamp),
             "result_ids": json.dumps(entry.result_ids)}
 
 
-def scope_where(scope: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
+def searches_where(scope: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
     """The condition "in ``scope``" (each field given must match) on a history or search
     log table, and its parameters."""
     fields = [f for f in SCOPE_FIELDS if f in scope]
@@ -49,15 +49,15 @@ def scope_where(scope: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
             {f: scope[f] for f in fields})
 
 
-def select(history_table: str, scope: Mapping[str, str],
+def select_searches(history_table: str, scope: Mapping[str, str],
            limit: int) -> tuple[str, dict[str, Any]]:
     """The newest ``limit`` searches made in ``scope`` (each field given must match)."""
-    where, params = scope_where(scope)
+    where, params = searches_where(scope)
     return (f'SELECT {", ".join(COLUMNS)} FROM "{history_table}_searches" WHERE {where}'
             " ORDER BY timestamp DESC, id LIMIT :limit", {**params, "limit": limit})
 
 
-def entry(values: Sequence[Any]) -> SearchLogEntry:
+def search_entry(values: Sequence[Any]) -> SearchLogEntry:
     data = dict(zip(COLUMNS, values, strict=True))
     return SearchLogEntry(**data | {"timestamp": to_datetime(data["timestamp"]),
                                     "result_ids": json.loads(data["result_ids"])})

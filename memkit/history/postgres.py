@@ -34,8 +34,16 @@ from memkit._postgres import (
     upkeep,
 )
 from memkit._time import to_datetime
-from memkit.history import _searches
 from memkit.history._locks import EVERY_KEY
+from memkit.history._searches import (
+    insert_searches,
+    pyformat,
+    search_entry,
+    search_row,
+    searches_schema,
+    searches_where,
+    select_searches,
+)
 from memkit.history.base import HistoryStore
 
 _COLUMNS = (
@@ -133,7 +141,7 @@ class PostgresHistory(PoolOwner, HistoryStore):
             Statement(sql.SQL(
                 "CREATE INDEX IF NOT EXISTS {i} ON {t} (memory_id, timestamp, seq)"
             ).format(i=sql.Identifier(f"{self.table}_memory"), t=self._table)),
-            *(Statement(sql.SQL(statement)) for statement in _searches.schema(self.table)),
+            *(Statement(sql.SQL(statement)) for statement in searches_schema(self.table)),
         ]
 
     @contextmanager
@@ -193,21 +201,21 @@ class PostgresHistory(PoolOwner, HistoryStore):
             t=sql.Identifier(f"{self.table}_searches")), ids)
 
     def _forget_scope_op(self, scope: Mapping[str, str]) -> Op[None]:
-        where, params = _searches.scope_where(scope)
-        condition = sql.SQL(_searches.pyformat(where))
+        where, params = searches_where(scope)
+        condition = sql.SQL(pyformat(where))
         yield Statement(sql.SQL("DELETE FROM {t} WHERE {c} AND event <> 'PURGE'").format(
             t=self._table, c=condition), params)
         yield Statement(sql.SQL("DELETE FROM {t} WHERE {c}").format(
             t=sql.Identifier(f"{self.table}_searches"), c=condition), params)
 
     def _log_op(self, entries: Sequence[SearchLogEntry]) -> Op[None]:
-        yield Statement(sql.SQL(_searches.pyformat(_searches.insert(self.table))),
-                        [_searches.row(e) for e in entries], many=True)
+        yield Statement(sql.SQL(pyformat(insert_searches(self.table))),
+                        [search_row(e) for e in entries], many=True)
 
     def _searches_op(self, scope: Mapping[str, str], limit: int) -> Op[list[SearchLogEntry]]:
-        query, params = _searches.select(self.table, scope, limit)
-        rows = yield Statement(sql.SQL(_searches.pyformat(query)), params)
-        return [_searches.entry(row) for row in rows]
+        query, params = select_searches(self.table, scope, limit)
+        rows = yield Statement(sql.SQL(pyformat(query)), params)
+        return [search_entry(row) for row in rows]
 
     def drop(self) -> None:
         """Delete the table."""

@@ -20,8 +20,15 @@ from typing import Any
 from memkit._errors import ConfigError
 from memkit._models import HistoryRecord, SearchLogEntry
 from memkit._time import to_datetime, to_iso
-from memkit.history import _searches
 from memkit.history._locks import FileLocks
+from memkit.history._searches import (
+    insert_searches,
+    search_entry,
+    search_row,
+    searches_schema,
+    searches_where,
+    select_searches,
+)
 from memkit.history.base import HistoryStore
 
 BUSY_TIMEOUT_SECONDS = 30.0
@@ -210,7 +217,7 @@ class SQLiteHistory(HistoryStore):
                 f'CREATE INDEX IF NOT EXISTS "{table}_memory"'
                 f' ON "{table}" (memory_id, timestamp, seq)'
             )
-            for statement in _searches.schema(table):
+            for statement in searches_schema(table):
                 conn.execute(statement)
 
     @property
@@ -277,7 +284,7 @@ class SQLiteHistory(HistoryStore):
                 (listed,))
 
     def forget_scope(self, scope: Mapping[str, str]) -> None:
-        where, params = _searches.scope_where(scope)
+        where, params = searches_where(scope)
         with self._db.write() as conn:
             conn.execute(f'DELETE FROM "{self._table}" WHERE {where} AND event <> \'PURGE\'',
                          params)
@@ -288,12 +295,12 @@ class SQLiteHistory(HistoryStore):
 
     def log_searches(self, entries: Sequence[SearchLogEntry]) -> None:
         with self._db.write() as conn:
-            conn.executemany(_searches.insert(self._table), [_searches.row(e) for e in entries])
+            conn.executemany(insert_searches(self._table), [search_row(e) for e in entries])
 
     def searches(self, scope: Mapping[str, str], limit: int) -> list[SearchLogEntry]:
-        query, params = _searches.select(self._table, scope, limit)
+        query, params = select_searches(self._table, scope, limit)
         with self._db.snapshot() as conn:
-            return [_searches.entry(row) for row in conn.execute(query, params).fetchall()]
+            return [search_entry(row) for row in conn.execute(query, params).fetchall()]
 
     def close(self) -> None:
         if self._owns_connection:

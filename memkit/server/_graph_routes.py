@@ -12,13 +12,13 @@ from memkit.server._auth import scope_for
 from memkit.server._errors import ERROR_RESPONSES
 from memkit.server._events import entity_events
 from memkit.server._routes import Auth, Feed, Mem
-from memkit.server._schemas import Deleted, _Body
+from memkit.server._schemas import Deleted, RequestBody
 
 graph_router = APIRouter(prefix="/v1/entities", responses=ERROR_RESPONSES, tags=["graph"])
 Id = Annotated[str | None, Query(min_length=1)]
 
 
-class RelationBody(_Body):
+class RelationBody(RequestBody):
     relation: str = Field(min_length=1)
     target: str = Field(min_length=1)
     source_type: str | None = None
@@ -28,7 +28,7 @@ class RelationBody(_Body):
     run_id: str | None = Field(None, min_length=1)
 
 
-class EntityBody(_Body):
+class EntityBody(RequestBody):
     type: str | None = Field(None, min_length=1, description='e.g. "person"; a known type '
                              'replaces "unknown".')
     summary: str | None = None

@@ -12,14 +12,14 @@ from memkit import ConsolidationResult, DeleteResult, MemoryStats, SearchLogEntr
 from memkit.server._auth import scope_for
 from memkit.server._errors import ERROR_RESPONSES
 from memkit.server._events import ChangeEvent, consolidation_events
-from memkit.server._routes import Auth, Feed, Mem, _filters_param, _item_scope, visible
-from memkit.server._schemas import _Body
+from memkit.server._routes import Auth, Feed, Mem, filters_param, item_scope, visible
+from memkit.server._schemas import RequestBody
 
 lifecycle_router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES, tags=["lifecycle"])
 Id = Annotated[str | None, Query(min_length=1)]
 
 
-class ConsolidateBody(_Body):
+class ConsolidateBody(RequestBody):
     user_id: str | None = Field(None, min_length=1)
     agent_id: str | None = Field(None, min_length=1)
     run_id: str | None = Field(None, min_length=1)
@@ -29,7 +29,7 @@ class ConsolidateBody(_Body):
     filters: dict[str, Any] | None = None
 
 
-class PruneBody(_Body):
+class PruneBody(RequestBody):
     user_id: str | None = Field(None, min_length=1)
     agent_id: str | None = Field(None, min_length=1)
     run_id: str | None = Field(None, min_length=1)
@@ -39,11 +39,11 @@ class PruneBody(_Body):
     filters: dict[str, Any] | None = None
 
 
-class FeedbackBody(_Body):
+class FeedbackBody(RequestBody):
     useful: bool
 
 
-class FeedbackAck(_Body):
+class FeedbackAck(RequestBody):
     id: str
     useful: bool
 
@@ -56,7 +56,7 @@ async def stats(grant: Auth, mem: Mem, user_id: Id = None, agent_id: Id = None,
     """Counts by type and state, growth per day, the confidence histogram, the most
     accessed memories and, with a graph store, the top entities."""
     scope = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
-    return await mem.stats(**scope, filters=_filters_param(filters))
+    return await mem.stats(**scope, filters=filters_param(filters))
 
 
 @lifecycle_router.post("/consolidate/", response_model=ConsolidationResult,
@@ -84,7 +84,7 @@ async def prune(body: PruneBody, grant: Auth, mem: Mem, feed: Feed) -> DeleteRes
                                       run_id=body.run_id)
     report = await mem.prune(body.below, dry_run=body.dry_run, filters=body.filters, **scope)
     if not body.dry_run:
-        feed.publish(ChangeEvent.of("memory_deleted", e.id, _item_scope(e))
+        feed.publish(ChangeEvent.of("memory_deleted", e.id, item_scope(e))
                      for e in report.results)
     return report
 

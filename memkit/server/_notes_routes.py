@@ -13,18 +13,18 @@ from memkit.server._auth import ScopeForbidden, scope_for
 from memkit.server._errors import ERROR_RESPONSES
 from memkit.server._events import ChangeEvent
 from memkit.server._routes import Auth, Feed, Mem, visible
-from memkit.server._schemas import _Body
+from memkit.server._schemas import RequestBody
 
 notes_router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES, tags=["notes and tasks"])
 Id = Annotated[str | None, Query(min_length=1)]
 Status = Literal["open", "in_progress", "done", "cancelled"]
 
 
-class TaskBody(_Body):
+class TaskBody(RequestBody):
     status: Status = Field(description="The task's new status.")
 
 
-class IndexBody(_Body):
+class IndexBody(RequestBody):
     path: str = Field(min_length=1, description="A folder of markdown notes on the server.")
     user_id: str | None = Field(None, min_length=1)
     agent_id: str | None = Field(None, min_length=1)

@@ -48,7 +48,7 @@ _CHANGES: dict[str, EventType] = {
     "ADD": "memory_created", "UPDATE": "memory_updated", "DELETE": "memory_deleted"}
 
 
-def _filters_param(raw: str | None) -> dict[str, Any] | None:
+def filters_param(raw: str | None) -> dict[str, Any] | None:
     """The ``filters`` query parameter: a JSON object."""
     if raw is None or raw == "":
         return None
@@ -61,7 +61,7 @@ def _filters_param(raw: str | None) -> dict[str, Any] | None:
     return value
 
 
-def _item_scope(item: MemoryItem | MemoryEvent | HistoryRecord) -> dict[str, str | None]:
+def item_scope(item: MemoryItem | MemoryEvent | HistoryRecord) -> dict[str, str | None]:
     return {"user_id": item.user_id, "agent_id": item.agent_id, "run_id": item.run_id}
 
 
@@ -112,7 +112,7 @@ async def visible(mem: AsyncMemory, grant: Grant, memory_id: str,
     item = await mem.get(memory_id, reinforce=reinforce)
     if item is None:
         raise NotFoundError(f"no memory with id {memory_id!r}")
-    if not grant.can_see(_item_scope(item)):
+    if not grant.can_see(item_scope(item)):
         raise ScopeForbidden("this memory is outside the API key's scope")
     return item
 
@@ -122,7 +122,7 @@ async def in_chain(mem: AsyncMemory, grant: Grant, memory_id: str) -> MemoryItem
     found = next((v for v in await mem.versions(memory_id) if v.id == memory_id), None)
     if found is None:
         raise NotFoundError(f"no memory with id {memory_id!r}")
-    if not grant.can_see(_item_scope(found)):
+    if not grant.can_see(item_scope(found)):
         raise ScopeForbidden("this memory is outside the API key's scope")
     return found
 
@@ -143,7 +143,7 @@ async def add_memories(body: AddBody, grant: Auth, mem: Mem, feed: Feed) -> AddR
                            surface=body.surface, entities=body.entities)
     if body.dry_run:
         return result
-    feed.publish(ChangeEvent.of(_CHANGES[ev.event], ev.id, _item_scope(ev),
+    feed.publish(ChangeEvent.of(_CHANGES[ev.event], ev.id, item_scope(ev),
                                 **({} if ev.event == "DELETE" else {"memory": ev.memory}))
                  for ev in result.results if ev.event in _CHANGES)
     feed.publish(entity_events(result.entities))
@@ -169,7 +169,7 @@ async def list_memories(
 ) -> MemoryPage:
     """Newest first, ``limit`` at a time from ``offset``; valid now unless ``as_of``."""
     scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
-    found = await mem.get_all(**scope, filters=_filters_param(filters), limit=limit + 1,
+    found = await mem.get_all(**scope, filters=filters_param(filters), limit=limit + 1,
                               offset=offset, as_of=as_of, include_expired=include_expired,
                               surface=surface, entity=entity)
     page = found.results[:limit]
@@ -191,11 +191,11 @@ async def delete_all_memories(
         "With purge: who asked, kept on the history's audit rows"))] = None,
 ) -> Deleted:
     scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
-    parsed = _filters_param(filters)
+    parsed = filters_param(filters)
     if purge:
         return Deleted(deleted=await mem.purge(**scope, filters=parsed, actor_id=actor_id))
     deleted = await mem.delete_all(**scope, filters=parsed)
-    feed.publish(ChangeEvent.of("memory_deleted", e.id, _item_scope(e)) for e in deleted.results)
+    feed.publish(ChangeEvent.of("memory_deleted", e.id, item_scope(e)) for e in deleted.results)
     return Deleted(deleted=deleted.count)
 
 
@@ -227,7 +227,7 @@ async def search_get(
     body = SearchBody(query=text, user_id=user_id, agent_id=agent_id, run_id=run_id,
                       limit=limit, offset=offset, threshold=threshold,
                       min_confidence=min_confidence, mode=mode,
-                      filters=_filters_param(filters), as_of=as_of,
+                      filters=filters_param(filters), as_of=as_of,
                       include_expired=include_expired, graph=graph, rerank=rerank,
                       entity=entity)
     return await search_post(body, grant, mem)
@@ -269,7 +269,7 @@ async def update_memory(memory_id: str, body: UpdateBody, grant: Auth, mem: Mem,
                             expires_at=body.expires_at, memory_type=body.memory_type,
                             importance=body.importance, confidence=body.confidence,
                             surface=body.surface)
-    feed.publish([ChangeEvent.of("memory_updated", item.id, _item_scope(item),
+    feed.publish([ChangeEvent.of("memory_updated", item.id, item_scope(item),
                               memory=item.memory)])
     return item
 
@@ -285,7 +285,7 @@ async def delete_memory(
     its past versions, also once it is no longer valid (deleted, expired or replaced)."""
     item = await (in_chain(mem, grant, memory_id) if hard else visible(mem, grant, memory_id))
     await mem.delete(memory_id, hard=hard, actor_id=actor_id)
-    feed.publish([ChangeEvent.of("memory_deleted", item.id, _item_scope(item))])
+    feed.publish([ChangeEvent.of("memory_deleted", item.id, item_scope(item))])
     return Deleted(deleted=1)
 
 
@@ -295,7 +295,7 @@ async def memory_history(memory_id: str, grant: Auth, mem: Mem) -> list[HistoryR
     """Every change, oldest first; still readable after the memory is deleted."""
     rows = await mem.history(memory_id)
     item = await mem.get(memory_id, reinforce=False)
-    scope = _item_scope(item) if item else (_item_scope(rows[-1]) if rows else None)
+    scope = item_scope(item) if item else (item_scope(rows[-1]) if rows else None)
     if scope is None:
         raise NotFoundError(f"no memory with id {memory_id!r}")
     if not grant.can_see(scope):
@@ -311,8 +311,8 @@ async def supersede_memory(memory_id: str, body: SupersedeBody, grant: Auth, mem
     old = await in_chain(mem, grant, memory_id)  # a superseded version is 409, not 404
     item = await mem.supersede(memory_id, body.text, metadata=body.metadata,
                                expires_at=body.expires_at)
-    feed.publish([ChangeEvent.of("memory_deleted", old.id, _item_scope(old)),
-                  ChangeEvent.of("memory_created", item.id, _item_scope(item),
+    feed.publish([ChangeEvent.of("memory_deleted", old.id, item_scope(old)),
+                  ChangeEvent.of("memory_created", item.id, item_scope(item),
                                  memory=item.memory)])
     return item
 
@@ -323,7 +323,7 @@ async def memory_versions(memory_id: str, grant: Auth, mem: Mem) -> list[MemoryI
     chain = await mem.versions(memory_id)
     if not chain:
         raise NotFoundError(f"no memory with id {memory_id!r}")
-    if not grant.can_see(_item_scope(chain[-1])):
+    if not grant.can_see(item_scope(chain[-1])):
         raise ScopeForbidden("this memory is outside the API key's scope")
     return chain
 
@@ -336,12 +336,12 @@ async def revert_event(memory_id: str, event_id: str, grant: Auth, mem: Mem,
     rows = await mem.history(memory_id)
     if not any(r.id == event_id for r in rows):
         raise NotFoundError(f"memory {memory_id!r} has no event {event_id!r}")
-    if not grant.can_see(_item_scope(rows[-1])):
+    if not grant.can_see(item_scope(rows[-1])):
         raise ScopeForbidden("this memory is outside the API key's scope")
     undo = await mem.revert(event_id)
     kind: EventType = ("memory_deleted" if undo.event == "DELETE" else
                        "memory_created" if undo.event == "ADD" else "memory_updated")
-    feed.publish([ChangeEvent.of(kind, memory_id, _item_scope(undo), memory=undo.new_value)])
+    feed.publish([ChangeEvent.of(kind, memory_id, item_scope(undo), memory=undo.new_value)])
     return undo
 
 @router.post("/reset/", summary="Delete every memory and all history (admin keys only)")

@@ -14,17 +14,17 @@ ENTITY_FILTER = ("Only the memories about this entity (name, alias or id; needs 
                  "store): behind its relations or linked on add.")
 
 
-class _Body(BaseModel):
+class RequestBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Message(_Body):
+class Message(RequestBody):
     role: Literal["system", "user", "assistant", "tool", "function", "developer"] = "user"
     content: str
     name: str | None = None
 
 
-class AddBody(_Body):
+class AddBody(RequestBody):
     """The parameters of ``Memory.add``."""
 
     messages: str | list[Message] = Field(
@@ -59,13 +59,13 @@ class AddBody(_Body):
         "linked to them in the graph, created when new (needs a graph store).")
 
 
-class ScopeBody(_Body):
+class ScopeBody(RequestBody):
     user_id: str | None = Field(None, min_length=1)
     agent_id: str | None = Field(None, min_length=1)
     run_id: str | None = Field(None, min_length=1)
 
 
-class SearchBody(_Body):
+class SearchBody(RequestBody):
     query: str = Field(validation_alias=AliasChoices("query", "q"),
                        description="What to look for (``q`` is accepted too, as in the GET route).")
     user_id: str | None = Field(None, min_length=1)
@@ -91,7 +91,7 @@ class SearchBody(_Body):
                     "must be within the API key's scope.")
 
 
-class SupersedeBody(_Body):
+class SupersedeBody(RequestBody):
     """The text of the memory that replaces this one (a new id)."""
 
     text: str = Field(min_length=1, description="The memory's new text.")
@@ -99,7 +99,7 @@ class SupersedeBody(_Body):
     expires_at: datetime | None = Field(None, description="A new expiry.")
 
 
-class UpdateBody(_Body):
+class UpdateBody(RequestBody):
     text: str | None = Field(None, min_length=1, description="The memory's new text (leave "
                              "out to change only the other fields, in place).")
     metadata: dict[str, Any] | None = Field(None, description="Merged into the metadata.")
@@ -110,7 +110,7 @@ class UpdateBody(_Body):
     surface: Literal["startup"] | None = None
 
 
-class MemoryPage(_Body):
+class MemoryPage(RequestBody):
     results: list[MemoryItem]
     offset: int
     limit: int
@@ -118,14 +118,14 @@ class MemoryPage(_Body):
                                                 "null on the last page.")
 
 
-class Deleted(_Body):
+class Deleted(RequestBody):
     deleted: int
 
 
-class ErrorDetail(_Body):
+class ErrorDetail(RequestBody):
     type: str
     message: str
 
 
-class ErrorBody(_Body):
+class ErrorBody(RequestBody):
     error: ErrorDetail
