@@ -36,5 +36,6 @@ def docs(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Every benchmark; figures go to bench/results/*.json and docs/benchmarks.md."""
     session.install("-e", ".[all]", "matplotlib", "aiohttp")
-    for script in ("embedder", "locomo", "scale", "vs_mem0", "hostile", "notes", "server_load"):
+    for script in ("embedder", "locomo", "loo", "scale", "vs_mem0", "hostile", "notes",
+                   "server_load"):
         session.run("python", f"bench/{script}.py", *session.posargs)

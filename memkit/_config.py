@@ -78,13 +78,14 @@ class CustomPrompts(_Section):
 
 class SearchConfig(_Section):
     mode: Literal["hybrid", "vector", "keyword"] | None = None
-    # The defaults were chosen by cross-validation on LoCoMo (docs/benchmarks.md).
+    # The defaults were chosen by leaving one LoCoMo dev conversation out (bench/loo.py,
+    # docs/benchmarks.md).
     vector_weight: float = Field(default=0.5, ge=0)
     keyword_weight: float = Field(default=0.5, ge=0)
     candidates: int = Field(default=100, ge=1)
     keyword_exponent: float = Field(default=1.5, gt=0)
     """Above 1, weak keyword matches lift a memory less than the best ones (docs/pipeline.md)."""
-    temporal_weight: float = Field(default=0.3, ge=0, le=1)
+    temporal_weight: float = Field(default=0.4, ge=0, le=1)
     """How much a query asking *when* raises memories that say when, and a query naming
     a day or month raises the memories of that period (docs/pipeline.md)."""
     common_word_share: float = Field(default=0.35, gt=0, le=1)
