@@ -10,7 +10,9 @@ kinds of chat request from the prompt:
   a new fact whose text is already a memory is NONE, every other fact is ADD.
 
 Each system gets its own answer format: ``{"facts": [...]}`` for extraction,
-and ``{"memory": [{"id", "text", "event", "old_memory"}]}`` for decisions.
+and ``{"memory": [{"id", "text", "event", "old_memory"}]}`` for decisions. memkit's
+one-call add (memories shown, then the conversation, in one prompt) gets the decisions
+for the conversation's lines.
 
 Questions from ``memkit eval locomo --qa`` (memories, then ``Question:``) are
 answered with the listed memory sharing most words with the question; a judge
@@ -90,6 +92,9 @@ def classify(messages: list[dict[str, Any]]) -> str:
         return "judge"
     if "Memories:\n" in text and "\n\nQuestion: " in text:
         return "answer"
+    last = _content(messages[-1])
+    if last.startswith(_NUMBERED_HEADER) and _CONVERSATION_HEADER in last:
+        return "add"
     if all(word in text for word in _DECISION_WORDS):
         return "decision"
     if "fact" in text.lower():
@@ -187,17 +192,26 @@ def _parse_literal(chunk: str) -> Any:
         return None
 
 
+_NUMBERED_HEADER, _FACTS_HEADER = "Existing memories:\n", "\n\nNew facts:"
+_CONVERSATION_HEADER = "\n\nConversation:\n"
+_NUMBERED = re.compile(r"^(\d+): (.*)$", re.MULTILINE)
+
+
 def decision_inputs(messages: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[str]]:
     """(existing memories as ``{"id", "text"}``, new facts) shown in a decision prompt.
 
-    Existing memories are the lists of objects with an id and a text; new facts
-    are lists of strings (or objects wrapping them under ``facts``).
+    Existing memories are the lists of objects with an id and a text, or memkit's
+    ``label: text`` lines under ``Existing memories:``; new facts are lists of
+    strings (or objects wrapping them under ``facts``).
     """
     user_messages = [m for m in messages if m.get("role") == "user"] or messages
     text = _content(user_messages[-1])
     if text.count("```") >= 2:  # the data is fenced; few-shot examples around it are not
         text = "\n".join(text.split("```")[1::2])
     existing: list[dict[str, str]] = []
+    if text.startswith(_NUMBERED_HEADER) and _FACTS_HEADER in text:
+        shown, text = text.split(_FACTS_HEADER, 1)
+        existing = [{"id": m[1], "text": m[2]} for m in _NUMBERED.finditer(shown)]
     facts: list[str] = []
     for value in _literals(text):
         if isinstance(value, dict):
@@ -231,6 +245,18 @@ def decide(existing: list[dict[str, str]], facts: list[str]) -> list[dict[str, A
         added.add(fact)
         events.append({"id": str(len(events)), "text": fact, "event": "ADD"})
     return events
+
+
+def one_call(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """memkit's one-call add: the conversation's lines are the facts, decided as
+    :func:`decide` does against the numbered memories shown (relations when asked)."""
+    shown, conversation = _content(messages[-1]).split(_CONVERSATION_HEADER, 1)
+    existing = [{"id": m[1], "text": m[2]} for m in _NUMBERED.finditer(shown)]
+    lines = conversation_lines([{"role": "user", "content": conversation}])
+    answer: dict[str, Any] = {"memory": decide(existing, lines)}
+    if '"relations"' in _content(messages[0]):
+        answer["relations"] = graph_relations(lines)
+    return answer
 
 
 _ADDITIVE = "## New Messages\n"
@@ -414,6 +440,8 @@ class StubLLM:
             answer = {"facts": conversation_lines(messages)}
         elif kind == "decision":
             answer = {"memory": decide(*decision_inputs(messages))}
+        elif kind == "add":
+            answer = one_call(messages)
         elif kind == "judge":
             answer = verdict(messages)
         elif kind == "answer":

@@ -17,7 +17,6 @@ To use a real model, change one line (see REAL_MODEL below):
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -42,7 +41,8 @@ def scripted_model(request: LLMRequest) -> dict[str, object]:
     prompt = request.messages[-1]["content"]
     if request.purpose == "extraction":
         return {"facts": next(facts for phrase, facts in FACTS.items() if phrase in prompt)}
-    existing = {m["text"]: m["id"] for m in json.loads(prompt.split("\n")[1])}
+    shown = prompt.split("\n\nNew facts:")[0].splitlines()[1:]  # "label: text", one a line
+    existing = {text: label for label, text in (line.split(": ", 1) for line in shown)}
     return {"memory": [
         {"event": "UPDATE", "id": existing["Lives in Porto"], "text": "Lives in Lisbon (moved from Porto)"},
         {"event": "DELETE", "id": existing["Goes bouldering on weekends"]},

@@ -156,6 +156,11 @@ class MemoryConfig(_Section):
     dedup_threshold: float | None = Field(default=None, gt=0, le=1)
     """Cosine similarity from which a new memory is a near-duplicate of one its scope holds:
     it is not added, and the add reports the existing memory as NONE (off when None)."""
+    add_mode: Literal["two_calls", "one_call"] = "two_calls"
+    """How ``add`` with inference asks the LLM: "two_calls" (the default) extracts the facts,
+    then decides against the memories they find; "one_call" shows the memories the
+    conversation's own messages find and extracts and decides in one answer (fewer tokens
+    and one round trip; docs/pipeline.md)."""
     graph_store: GraphStoreConfig | None = None
     """Graph memory: entities and relations beside the memories (off when None)."""
     reranker: RerankerConfig | None = None
@@ -172,6 +177,14 @@ class MemoryConfig(_Section):
     @classmethod
     def _from_mem0(cls, value: Any) -> Any:
         return translate(value) if isinstance(value, dict) else value
+
+    @model_validator(mode="after")
+    def _one_prompt_in_one_call(self) -> MemoryConfig:
+        prompts = self.custom_prompts
+        if self.add_mode == "one_call" and (prompts.fact_extraction or prompts.update_decision):
+            raise ValueError("custom_prompts replace the prompts of the two-call add; "
+                             "add_mode 'one_call' has one prompt of its own: drop one of them")
+        return self
 
     @field_validator("llm", "embedder", "vector_store", "graph_store", "reranker", mode="before")
     @classmethod

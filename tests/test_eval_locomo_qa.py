@@ -106,6 +106,13 @@ def _env() -> dict[str, str]:
     return env | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))}
 
 
+def _cli() -> typer.Typer:
+    root = typer.Typer()
+    root.callback()(lambda: None)
+    root.add_typer(eval_app, name="eval")
+    return root
+
+
 @pytest.mark.slow  # subprocesses: the full tier runs it
 def test_the_command_estimates_then_adds_answers_and_judges(
     data: Path, tmp_path: Path, stub: StubLLM, monkeypatch: pytest.MonkeyPatch
@@ -118,9 +125,7 @@ def test_the_command_estimates_then_adds_answers_and_judges(
     args = ["eval", "locomo", "--qa", "--llm", "openai/stub-model", "--data", str(data),
             "--out", str(out), "--limit", "6", "--embedder", "hash"]
 
-    root = typer.Typer()
-    root.callback()(lambda: None)
-    root.add_typer(eval_app, name="eval")
+    root = _cli()
     monkeypatch.setenv("MEMKIT_CONFIG", json.dumps({"llm": llm}))
     estimate = json.loads(CliRunner().invoke(root, [*args, "--estimate", "--json"]).stdout)
     assert (estimate["adds"], estimate["answers"], estimate["verdicts"]) == (8, 6, 6)
@@ -153,6 +158,33 @@ def test_the_command_estimates_then_adds_answers_and_judges(
     assert json.loads((out / "report.json").read_text()) == report
     assert "overall" in format_qa_report(report)
     assert (out / "memory.db").is_file() and not (tmp_path / "home").exists()
+
+
+def test_the_command_adds_in_one_call_when_asked(
+    data: Path, tmp_path: Path, stub: StubLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    llm = {"provider": "litellm", "config": {"api_base": stub.base_url, "api_key": "sk-stub",
+                                             "retries": 0}}
+    monkeypatch.setenv("MEMKIT_CONFIG", json.dumps({"llm": llm}))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    args = ["eval", "locomo", "--qa", "--llm", "openai/stub-model", "--data", str(data),
+            "--out", str(tmp_path / "run"), "--limit", "6", "--embedder", "hash"]
+    one_call = [*args, "--add-mode", "one_call"]
+    estimate = json.loads(CliRunner().invoke(_cli(), [*one_call, "--estimate", "--json"]).stdout)
+    assert estimate["llm_calls"] == 8 + 6 + 6
+
+    done = CliRunner().invoke(_cli(), [*one_call, "--yes", "--json"])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)
+    assert report["settings"]["add_mode"] == "one_call"
+    assert stub.stats.calls == {"add": 8, "answer": 6, "judge": 6}
+    assert report["add"]["per_step"]["llm_calls"] == 1
+    # the stub decides alike in both modes: the same 16 memories as the two-call run above
+    assert report["memory"]["memories"] == report["add"]["events"]["ADD"] == 16
+    assert [v["judge"] for v in report["categories"].values()] == [100.0, 100.0, 100.0, 0.0]
+    assert "in one call" in format_qa_report(report)
+    refused = CliRunner().invoke(_cli(), [*args, "--yes"])  # the same folder in two calls
+    assert refused.exit_code == 1 and "add_mode differ" in refused.stderr
 
 
 def test_a_run_stopped_by_a_failing_provider_continues_where_it_was(

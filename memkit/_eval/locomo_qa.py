@@ -62,7 +62,7 @@ QA_CATEGORIES = (4, 1, 2, 3)
 
 # Token figures for the estimate (prompt and completion per call), from memkit's
 # prompts and the answer/judge prompts; text is counted at 4 characters a token.
-_EXTRACTION_PROMPT, _DECISION_PROMPT, _MEMORY_TOKENS = 230, 190, 25
+_EXTRACTION_PROMPT, _DECISION_PROMPT, _ONE_CALL_PROMPT, _MEMORY_TOKENS = 175, 140, 250, 22
 _ANSWER_PROMPT, _JUDGE_PROMPT = 110, 140
 _ADD_COMPLETION, _ANSWER_COMPLETION, _JUDGE_COMPLETION = 120, 12, 8
 
@@ -77,6 +77,8 @@ class QASettings:
     top_k: int = 30
     #: search with rerank=True (the memory's configured reranker)
     rerank: bool = False
+    #: how each add asks the LLM: "two_calls" (memkit's default) or "one_call"
+    add_mode: str = "two_calls"
 
     @property
     def judge_model(self) -> str:
@@ -189,6 +191,8 @@ class LocomoQA:
                  limit: int | None = None) -> None:
         if settings.batch < 1 or settings.top_k < 1:
             raise ValueError("batch and top_k must be at least 1")
+        if settings.add_mode not in ("two_calls", "one_call"):
+            raise ValueError(f"add_mode is two_calls or one_call, not {settings.add_mode!r}")
         if limit is not None and limit < 1:
             raise ValueError("limit must be at least 1")
         self.data_path = Path(data_path)
@@ -214,7 +218,8 @@ class LocomoQA:
         self.out.mkdir(parents=True, exist_ok=True)
         path = self.out / "run.json"
         if path.exists():
-            before = json.loads(path.read_text(encoding="utf-8"))
+            # a run started before add_mode was recorded added in two calls
+            before = {"add_mode": "two_calls", **json.loads(path.read_text(encoding="utf-8"))}
             changed = sorted(k for k in self.header if before.get(k) != self.header[k])
             if changed:
                 raise ValueError(
@@ -235,7 +240,10 @@ class LocomoQA:
         adds, answers, verdicts = self.pending()
         text = sum(len(m["content"]) + len(m.get("name", "")) for a in adds for m in a.messages) // 4
         memories = self.settings.top_k * _MEMORY_TOKENS
-        add_prompt = len(adds) * (_EXTRACTION_PROMPT + _DECISION_PROMPT + 6 * _MEMORY_TOKENS) + 2 * text
+        calls_per_add = 1 if self.settings.add_mode == "one_call" else 2
+        instructions = _ONE_CALL_PROMPT if calls_per_add == 1 else (
+            _EXTRACTION_PROMPT + _DECISION_PROMPT)
+        add_prompt = len(adds) * (instructions + 6 * _MEMORY_TOKENS) + calls_per_add * text
         answer_prompt = sum(_ANSWER_PROMPT + memories + len(q.question) // 4 for q in answers)
         judge_prompt = sum(_JUDGE_PROMPT + (len(q.question) + len(q.answer)) // 4 + 10
                            for q in verdicts)
@@ -246,7 +254,7 @@ class LocomoQA:
                  _price(self.settings.judge_model, judge_prompt, judge_completion)]
         return {
             "adds": len(adds), "answers": len(answers), "verdicts": len(verdicts),
-            "llm_calls": 2 * len(adds) + len(answers) + len(verdicts),
+            "llm_calls": calls_per_add * len(adds) + len(answers) + len(verdicts),
             "prompt_tokens": llm_prompt + judge_prompt,
             "completion_tokens": llm_completion + judge_completion,
             "cost_usd": None if None in costs else sum(c for c in costs if c is not None),
@@ -448,7 +456,8 @@ def format_qa_report(report: dict[str, Any]) -> str:
     settings = report["settings"]
     lines = [f"LoCoMo QA: {len(report['conversations'])} conversations, {report['data']}; "
              f"llm {settings['llm']}, judge {settings['judge']}, {settings['batch']} turns an "
-             f"add, top {settings['top_k']} memories",
+             f"add in {settings.get('add_mode', 'two_calls').replace('_', ' ')}, "
+             f"top {settings['top_k']} memories",
              "", f"{'category':<16}{'n':>5}  {'judge':>6}  {'F1':>6}  {'BLEU-1':>6}"]
     rows = [(f"{c} {v['name']}", v) for c, v in report["categories"].items()]
     for name, v in [*rows, ("overall", report["overall"])]:

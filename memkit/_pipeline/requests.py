@@ -147,6 +147,11 @@ class AddOptions(TypedDict, total=False):
 def add(s: Settings, messages: str | dict[str, Any] | list[dict[str, Any]], /,
         **o: Unpack[AddOptions]) -> Flow[AddResult]:
     prompts = s.config.custom_prompts
+    one_call = s.config.add_mode == "one_call"
+    if o.get("prompt") is not None and one_call:
+        raise InvalidArgument("prompt= replaces the extraction prompt of the two-call add; "
+                              "this memory's add_mode is 'one_call', which has one prompt of "
+                              "its own")
     lifecycle = lifecycle_fields(o.get("memory_type"), o.get("importance"), o.get("confidence"))
     named = entity_refs_of(o.get("entities"))
     if named and s.graph is None:
@@ -172,6 +177,7 @@ def add(s: Settings, messages: str | dict[str, Any] | list[dict[str, Any]], /,
         graph=s.graph,
         entities=named,
         dedup_threshold=s.config.dedup_threshold,
+        one_call=one_call,
     )
     life = s.config.lifecycle
     flow = add_flow(request)

@@ -68,6 +68,9 @@ def eval_locomo(
         "--top-k", min=1, help="--qa: memories given to the answer (default 30).")] = None,
     rerank: Annotated[bool, typer.Option(
         "--rerank", help="--qa: search with the configured reranker (config: reranker).")] = False,
+    add_mode: Annotated[Literal["two_calls", "one_call"] | None, typer.Option(
+        "--add-mode", help="--qa: how each add asks the LLM (default: the config's add_mode, "
+        "else two_calls).")] = None,
     estimate: Annotated[bool, typer.Option(
         "--estimate", help="--qa: print what the run would cost, then stop.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="--qa: start without asking.")] = False,
@@ -79,7 +82,8 @@ def eval_locomo(
     if embedder is not None:
         settings = replace(settings, embedder=embedder)
     qa_only = {"--llm": llm, "--judge": judge, "--out": out, "--limit": limit, "--batch": batch,
-               "--top-k": top_k, "--rerank": rerank or None, "--estimate": estimate or None,
+               "--top-k": top_k, "--rerank": rerank or None, "--add-mode": add_mode,
+               "--estimate": estimate or None,
                "--yes": yes or None}
     if not qa:
         given = [name for name, value in qa_only.items() if value is not None]
@@ -95,11 +99,13 @@ def eval_locomo(
     from memkit._eval.locomo_qa import LocomoQA, QASettings, format_estimate
 
     try:
+        configured = memory_config(replace(settings, llm_model=llm).resolve())
         run = LocomoQA(data or default_data_path(), out or Path("locomo-qa"),
                        QASettings(llm=llm, judge=judge, batch=batch or 2, top_k=top_k or 30,
-                                  rerank=rerank),
+                                  rerank=rerank,
+                                  add_mode=add_mode or configured.get("add_mode", "two_calls")),
                        limit=limit)
-    except (OSError, ValueError) as exc:
+    except (MemkitError, OSError, ValueError) as exc:
         fail(str(exc))
     cost = run.estimate()
     if estimate:
@@ -110,7 +116,7 @@ def eval_locomo(
         if not sys.stdin.isatty():
             fail("the run spends tokens: pass --yes to start it without a terminal to ask on")
         typer.confirm("Start?", abort=True, err=True)
-    _qa(settings, run, llm, as_json)
+    _qa(settings, run, configured, as_json)
 
 
 def _names_store(settings: Settings) -> bool:
@@ -141,14 +147,16 @@ def _recall(settings: Settings, data: Path | None, mode: str, searches: list[str
     emit(report, as_json, lambda: print(format_report(report)))
 
 
-def _qa(settings: Settings, run: LocomoQA, llm: str, as_json: bool) -> None:
-    """Run the QA evaluation in the run's SQLite file (or the store the flags/config name)."""
+def _qa(settings: Settings, run: LocomoQA, config: dict[str, Any], as_json: bool) -> None:
+    """Run the QA evaluation in the run's SQLite file (or the store the flags/config name),
+    adding in the run's add mode."""
     from memkit import Memory, MemoryConfig
     from memkit._eval.locomo_qa import format_qa_report
     from memkit.llms.litellm import LiteLLM
 
+    llm = run.settings.llm
     try:
-        config = memory_config(replace(settings, llm_model=llm).resolve())
+        config = {**config, "add_mode": run.settings.add_mode}
         if not _names_store(settings):
             config["vector_store"] = {"provider": "sqlite",
                                       "config": {"path": str(run.memory_path)}}

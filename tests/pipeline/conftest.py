@@ -16,7 +16,7 @@ import pytest
 from memkit import AsyncMemory, Memory
 from memkit.embeddings.base import Embedder
 from memkit.history.sqlite import SQLiteHistory
-from memkit.llms.base import LLM
+from memkit.llms.base import LLM, LLMRequest
 from memkit.stores.base import VectorStore
 from memkit.testing import HashEmbedder, ScriptedLLM
 from tests.stores.conftest import FACTORIES
@@ -43,6 +43,14 @@ def facts(*texts: str) -> dict[str, Any]:
 
 def ops(*operations: dict[str, Any]) -> dict[str, Any]:
     return {"memory": list(operations)}
+
+
+def shown_labels(request: LLMRequest) -> dict[str, str]:
+    """Memory text -> the label a decision (or one-call) prompt showed it under (its
+    ``label: text`` lines, before the new facts or the conversation)."""
+    shown = request.messages[-1]["content"].split("\n\n")[0]
+    lines = shown.removeprefix("Existing memories:\n").splitlines()
+    return {text: label for label, text in (line.split(": ", 1) for line in lines)}
 
 
 MakeMemory = Callable[..., Shell]

@@ -66,7 +66,8 @@ def test_contradiction_updates_the_existing_memory(make_memory: MakeMemory) -> N
     decision = llm.calls[-1]
     assert decision.purpose == "decision"
     shown = decision.messages[-1]["content"]
-    assert '"id": "0"' in shown and added.id not in shown  # labels, never real ids
+    assert "\n0: User's favourite language is Python\n" in shown  # a label, never the real id
+    assert added.id not in shown
     assert [i.memory for i in m.get_all(user_id="u").results] == [
         "User's favourite language is Rust"
     ]

@@ -4,7 +4,6 @@ its graph. Skips without Chromium or Playwright; in CI (CI=true) it fails instea
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -22,6 +21,7 @@ from memkit.llms.base import LLMRequest
 from memkit.stores.sqlite import SQLiteStore
 from memkit.testing import FunctionLLM, HashEmbedder
 from tests.conftest import in_ci
+from tests.pipeline.conftest import shown_labels
 
 pytest.importorskip("fastapi")
 try:
@@ -66,18 +66,15 @@ def ui_llm() -> FunctionLLM:
             if "relations" in (request.json_schema or {}).get("properties", {}):
                 return {"facts": facts, "relations": relations}
             return {"facts": [{"text": f, "type": "fact", "importance": 0.5} for f in facts]}
-        shown = request.messages[-1]["content"].split("\n\nNew facts:")[0]
-        existing = json.loads(shown.removeprefix("Existing memories:\n"))
-        return {"memory": [_decide(fact, existing) for fact in facts]}
+        return {"memory": [_decide(fact, shown_labels(request)) for fact in facts]}
 
     return FunctionLLM(answer)
 
 
-def _decide(fact: str, existing: list[dict[str, str]]) -> dict[str, Any]:
+def _decide(fact: str, labels: dict[str, str]) -> dict[str, Any]:
     if not fact.startswith("Forget: "):
         return {"event": "ADD", "text": fact}
-    gone = next(m["id"] for m in existing if m["text"] == fact.removeprefix("Forget: "))
-    return {"event": "DELETE", "id": gone}
+    return {"event": "DELETE", "id": labels[fact.removeprefix("Forget: ")]}
 
 
 def new_memory(folder: Path) -> AsyncMemory:

@@ -19,9 +19,11 @@ from memkit._pipeline.add.parsing import (
     Decision,
     Fact,
     ParseError,
+    Triple,
     parse_decisions,
     parse_extraction,
     parse_fact_items,
+    parse_operations,
 )
 from memkit._pipeline.effects import Complete, Embed, Flow, Search, ask
 from memkit._pipeline.features.entities import named_entities
@@ -74,6 +76,8 @@ class AddRequest:
     entities: tuple[str, ...] = ()
     #: cosine similarity from which a new memory is a near-duplicate (off when None)
     dedup_threshold: float | None = None
+    #: ``add_mode="one_call"``: extraction and decisions in one LLM answer
+    one_call: bool = False
 
     def batch(self) -> WriteBatch:
         """The empty batch this add fills: deduplicated within its scope, as of its time;
@@ -158,12 +162,14 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
     named = yield from _named(req)
     if not req.infer:
         return (yield from _add_verbatim(req, named))
-    usage = Usage()
     errors: list[OperationError] = []
     conversation = [m for m in req.messages if m["role"] != "system" and m["content"].strip()]
     if not conversation:
         return AddResult()
     today = to_datetime(req.timestamp).date().isoformat()
+    if req.one_call:
+        return (yield from _add_in_one_call(req, conversation, today, named, errors))
+    usage = Usage()
     custom = req.prompt if req.prompt is not None else req.extraction_prompt
     graph: GraphPlan | None = None
     items: list[Fact]
@@ -173,8 +179,7 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
         extracted, usage = yield from _ask(req, extraction, parse_extraction, usage, errors,
                                            "extraction")
         items, triples = extracted or ([], [])
-        graph = plan_graph(req.graph_scope, req.timestamp, req.graph, triples, errors)
-        graph.named = [] if named is None else named.named
+        graph = _graph_plan(req, triples, named, errors)
     else:
         extraction = LLMRequest(prompts.extraction_messages(conversation, today, custom),
                                 prompts.FACTS_SCHEMA, "facts", "extraction")
@@ -183,8 +188,7 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
         items = found or []
     if not items:
         return AddResult(usage=usage, errors=errors)
-    kinds = _kinds(items, errors)
-    subjects = {item.text: item.subject for item in items if item.subject}
+    plan = _plan(req, items, errors)
     facts = [item.text for item in items]
 
     embedded = yield from _embed(req, facts, errors)
@@ -192,14 +196,7 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
     vectors = [v for v in embedded if v is not None]
     if not facts:
         return AddResult(usage=usage, errors=errors)
-    scope_filter = req.scope.filter()
-    search_filter = all_of(scope_filter, req.filters, valid_at(req.timestamp))
-    shown: dict[str, Record] = {}
-    for vector in vectors:
-        for hit in (yield from ask(Search(vector, req.candidates_per_fact, search_filter))):
-            shown.setdefault(hit.record.id, hit.record)
-    existing = list(shown.values())
-    plan = _Plan(req, req.batch(), errors=errors, kinds=kinds, subjects=subjects)
+    existing = yield from _candidates(req, vectors)
     known = {r.hash: r for r in existing}
     pending: list[str] = []
     vector_of: dict[str, Vector] = {}
@@ -225,6 +222,62 @@ def add_flow(req: AddRequest) -> Flow[AddResult]:
         if decisions is None:
             return AddResult(results=plan.events, usage=usage, errors=errors)
 
+    return (yield from _carry_out(plan, decisions, existing, vector_of, graph, usage))
+
+
+def _add_in_one_call(req: AddRequest, conversation: list[Message], today: str,
+                     named: GraphPlan | None, errors: list[OperationError]) -> Flow[AddResult]:
+    """``add_mode="one_call"``: the memories the conversation's own messages find are shown,
+    labelled, beside the conversation, and one answer extracts and decides at once."""
+    embedded = yield from _embed(req, [m["content"] for m in conversation], errors)
+    existing = yield from _candidates(req, [v for v in embedded if v is not None])
+    graph = req.graph is not None
+    request = LLMRequest(
+        prompts.one_call_messages([r.memory for r in existing], conversation, today, graph),
+        prompts.one_call_schema(graph), "operations", "add")
+    answer, usage = yield from _ask(req, request, parse_operations, Usage(), errors,
+                                    "extraction")
+    if answer is None:
+        return AddResult(usage=usage, errors=errors)
+    decisions, items, triples = answer
+    plan = _plan(req, items, errors)
+    return (yield from _carry_out(plan, decisions, existing, {},
+                                  _graph_plan(req, triples, named, errors) if graph else None,
+                                  usage))
+
+
+def _plan(req: AddRequest, items: list[Fact], errors: list[OperationError]) -> _Plan:
+    """The empty plan of an add, with each fact's type, importance and subject."""
+    return _Plan(req, req.batch(), errors=errors, kinds=_kinds(items, errors),
+                 subjects={item.text: item.subject for item in items if item.subject})
+
+
+def _graph_plan(req: AddRequest, triples: list[Triple | dict[str, Any]], named: GraphPlan | None,
+                errors: list[OperationError]) -> GraphPlan:
+    """The graph writes of the relations the answer stated and of the entities the caller
+    named."""
+    assert req.graph is not None
+    graph = plan_graph(req.graph_scope, req.timestamp, req.graph, triples, errors)
+    graph.named = [] if named is None else named.named
+    return graph
+
+
+def _candidates(req: AddRequest, vectors: Sequence[Vector]) -> Flow[list[Record]]:
+    """The union of each vector's nearest memories in the scope (and ``filters``), valid now:
+    what the LLM is shown, and may change."""
+    where = all_of(req.scope.filter(), req.filters, valid_at(req.timestamp))
+    shown: dict[str, Record] = {}
+    for vector in vectors:
+        for hit in (yield from ask(Search(vector, req.candidates_per_fact, where))):
+            shown.setdefault(hit.record.id, hit.record)
+    return list(shown.values())
+
+
+def _carry_out(plan: _Plan, decisions: Sequence[Decision | dict[str, Any]],
+               existing: list[Record], vector_of: dict[str, Vector], graph: GraphPlan | None,
+               usage: Usage) -> Flow[AddResult]:
+    """Validate the operations, embed the texts that have no vector yet, apply."""
+    req, errors = plan.request, plan.errors
     _validate(plan, decisions, existing, vector_of)
     missing = [r for r in [*plan.batch.adds, *plan.batch.updates] if r.vector is None]
     if missing and not req.dry_run:

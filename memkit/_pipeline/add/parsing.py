@@ -288,21 +288,25 @@ class Decision(BaseModel):
         return clean(value) if isinstance(value, str) else value
 
 
+_OPERATION_KEYS = ("memory", "operations", "events", "memories")
+
+
+def _decision(item: Any) -> Decision | dict[str, Any]:
+    """One operation, or the raw item (fit to be reported) when it fails validation."""
+    if isinstance(item, dict) and "text" not in item and "data" in item:
+        item = {**item, "text": item["data"]}
+    try:
+        return Decision.model_validate(item)
+    except ValidationError:
+        return _storable(item) if isinstance(item, dict) else {"value": _storable(item)}
+
+
 def parse_decisions(text: str) -> list[dict[str, Any] | Decision]:
     """Operations from a decision answer. Items that fail validation come back as raw dicts.
 
     Raises ParseError when the answer as a whole is not a list of operations.
     """
-    items = _unwrap(load_json(text), ("memory", "operations", "events", "memories"), "operations")
-    out: list[dict[str, Any] | Decision] = []
-    for item in items:
-        if isinstance(item, dict) and "text" not in item and "data" in item:
-            item = {**item, "text": item["data"]}
-        try:
-            out.append(Decision.model_validate(item))
-        except ValidationError:
-            out.append(_storable(item) if isinstance(item, dict) else {"value": _storable(item)})
-    return out
+    return [_decision(item) for item in _unwrap(load_json(text), _OPERATION_KEYS, "operations")]
 
 
 def _storable(value: Any) -> Any:
@@ -346,11 +350,13 @@ def parse_extraction(text: str, checked: int = 100) -> tuple[list[Fact], list[Tr
     """Facts and relations from one extraction answer (the first ``checked`` relations
     validated; the rest are only counted). Relations that fail validation come back as
     raw dicts; a missing ``relations`` key is no relations. Raises ParseError."""
-    facts = parse_fact_items(text)
-    value = load_json(text)
+    return parse_fact_items(text), _relations(load_json(text), checked)
+
+
+def _relations(value: Any, checked: int) -> list[Triple | dict[str, Any]]:
     raw = value.get("relations") if isinstance(value, dict) else None
     if not isinstance(raw, list):
-        return facts, []
+        return []
     out: list[Triple | dict[str, Any]] = []
     for item in raw[:checked]:
         try:
@@ -358,4 +364,34 @@ def parse_extraction(text: str, checked: int = 100) -> tuple[list[Fact], list[Tr
         except ValidationError:
             out.append(_storable(item) if isinstance(item, dict) else {"value": _storable(item)})
     out.extend({} for _ in raw[checked:])
-    return facts, out
+    return out
+
+
+Operations = tuple[list[Decision | dict[str, Any]], list[Fact], list[Triple | dict[str, Any]]]
+
+
+def parse_operations(text: str, checked: int = 100) -> Operations:
+    """The one-call answer: its operations, the facts its ADD and UPDATE texts state (with
+    the type and importance the LLM gave them), and its relations (as
+    :func:`parse_extraction`). An item without an event is a fact to ADD (a model that
+    answered with facts only); items that fail validation come back as raw dicts.
+    Raises ParseError when the answer as a whole is not a list of operations."""
+    value = load_json(text)
+    operations: list[Decision | dict[str, Any]] = []
+    facts: list[Fact] = []
+    for item in _unwrap(value, (*_OPERATION_KEYS, "facts"), "operations"):
+        if isinstance(item, str) or (isinstance(item, dict) and "event" not in item):
+            try:
+                fact = _fact(item)
+            except ParseError:
+                operations.append(_decision(item))
+                continue
+            facts.append(fact)
+            operations.append(Decision(event="ADD", text=fact.text))
+            continue
+        operation = _decision(item)
+        operations.append(operation)
+        if isinstance(operation, Decision) and operation.event in ("ADD", "UPDATE") and (
+                operation.text and isinstance(item, dict)):
+            facts.append(_fact({**item, "text": operation.text}))
+    return operations, facts, _relations(value, checked)

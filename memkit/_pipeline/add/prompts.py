@@ -1,39 +1,46 @@
-"""The two prompts of the add pipeline. Short on purpose: every token is paid per add."""
+"""The prompts of the add pipeline: extraction then decision (two calls, the default), or
+both in one answer (``add_mode="one_call"``). Short on purpose: every token is paid per add.
+
+The prompts are sent with ``{today}`` and ``{types}`` filled in by :func:`_filled`, never
+``str.format``, so their JSON braces are single."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from memkit._models import MEMORY_TYPES
 from memkit.llms.base import Message
 
-FACT_EXTRACTION = """\
-You extract facts worth remembering about the user (and the people, preferences, \
-plans, relationships and events they mention) from a conversation, for a long-term memory.
-Rules:
-- One atomic, self-contained fact per item, in the conversation's language, in the \
-third person ("User prefers dark mode", "User's sister is called Ana").
-- Resolve relative dates against today's date: {today}.
-- Skip greetings, small talk, questions without new information, and anything the \
-assistant says that the user did not confirm.
+_WHAT = "Extract facts worth remembering about the user and the people, plans, preferences \
+and events they mention"
+_RULES = """
+- One self-contained fact per item, third person, in the conversation's language \
+("User's sister is Ana").
+- Today is {today}; resolve relative dates.
+- Skip small talk, and what the assistant says unless the user confirms it.
 - type: one of {types}; importance: 0 (trivia) to 1 (essential); subject: who/what it \
-is about.
-- Nothing worth remembering: an empty list.
-Answer with JSON only: {{"facts": [{{"text": "...", "type": "...", "importance": 0.5, \
-"subject": "user"}}]}}"""
+is about."""
+_OPERATIONS = """
+- ADD: new information; text: the fact.
+- UPDATE: it refines, corrects or contradicts memory id; text: the two merged; \
+old_memory: that memory's text.
+- DELETE: it says memory id is no longer true; old_memory: that memory's text.
+- NONE: memory id already says it.
+Use only the numbers shown as ids."""
 
-# Sent as it is (never formatted), so its braces are single.
+FACT_EXTRACTION = _WHAT + "." + _RULES + """
+JSON only: {"facts": [{"text": "...", "type": "...", "importance": 0.5, "subject": "user"}]}, \
+[] if none"""
+
 UPDATE_DECISION = """\
-You maintain a long-term memory. Compare each new fact with the existing memories and \
-choose one operation per fact:
-- ADD: new information. {"event": "ADD", "text": "<fact>"}
-- UPDATE: refines, corrects or contradicts an existing memory; merge into one text. \
-{"event": "UPDATE", "id": "<existing id>", "text": "<merged text>", "old_memory": "<its old text>"}
-- DELETE: the fact says an existing memory is no longer true. \
-{"event": "DELETE", "id": "<existing id>", "old_memory": "<its text>"}
-- NONE: already known. {"event": "NONE", "id": "<existing id>"}
-Use only ids from the existing memories. Answer with JSON only: {"memory": [...]}"""
+For each new fact, one operation on the numbered existing memories, as \
+{"event", "id", "text", "old_memory"}:""" + _OPERATIONS + """ JSON only: {"memory": [...]}"""
+
+ONE_CALL = _WHAT + ", each as one operation on the numbered existing memories." + _RULES + """
+Operations, as {"event", "id", "text", "old_memory", "type", "importance", "subject"}:""" + _OPERATIONS + """
+JSON only: {"memory": [...]}, [] if nothing is worth remembering"""
 
 REPAIR_ECHO_CHARS = 4_000
 REPAIR = """\
@@ -41,10 +48,10 @@ Your previous answer was not valid JSON of the requested shape ({problem}). \
 Answer again with the same content as valid JSON only, no prose, no code fences."""
 
 GRAPH_EXTRACTION = """
-Also list the relations between named things the facts state, as \
-{"source": "<name>", "source_type": "<person|organization|place|...>", \
-"relation": "<verb phrase, e.g. works_at>", "target": "<name>", "target_type": "..."}; \
-call the user "user" unless named. Answer with JSON only: {"facts": [...], "relations": [...]}"""
+Also the relations the facts state between named things (the user is "user" unless \
+named): {"source": "<name>", "source_type": "<person|place|...>", "relation": "<e.g. \
+works_at>", "target": "<name>", "target_type": "..."}. JSON only: \
+{"{items}": [...], "relations": [...]}"""
 
 _RELATION_ITEM = {
     "type": "object",
@@ -86,60 +93,91 @@ FACTS_AND_RELATIONS_SCHEMA = {
     "additionalProperties": False,
 }
 
-DECISIONS_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "memory": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "event": {"type": "string", "enum": ["ADD", "UPDATE", "DELETE", "NONE"]},
-                    "id": {"type": ["string", "null"]},
-                    "text": {"type": ["string", "null"]},
-                    "old_memory": {"type": ["string", "null"]},
-                },
-                "required": ["event", "id", "text", "old_memory"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["memory"],
-    "additionalProperties": False,
+_OPERATION_FIELDS: dict[str, Any] = {
+    "event": {"type": "string", "enum": ["ADD", "UPDATE", "DELETE", "NONE"]},
+    "id": {"type": ["string", "null"]},
+    "text": {"type": ["string", "null"]},
+    "old_memory": {"type": ["string", "null"]},
 }
 
 
-def extraction_messages(
-    conversation: Sequence[Message], today: str, custom: str | None, graph: bool = False
-) -> list[Message]:
-    system = custom if custom is not None else FACT_EXTRACTION.format(
-        today=today, types=", ".join(MEMORY_TYPES))
-    if graph:
-        system += GRAPH_EXTRACTION
-    lines = []
+def _answer_schema(fields: dict[str, Any], relations: bool) -> dict[str, Any]:
+    """``{"memory": [operation, ...]}`` (and ``"relations"``), every field required."""
+    operation = {"type": "object", "properties": fields, "required": list(fields),
+                 "additionalProperties": False}
+    properties: dict[str, Any] = {"memory": {"type": "array", "items": operation}}
+    if relations:
+        properties["relations"] = {"type": "array", "items": _RELATION_ITEM}
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
+DECISIONS_SCHEMA = _answer_schema(_OPERATION_FIELDS, relations=False)
+
+
+def one_call_schema(graph: bool) -> dict[str, Any]:
+    """The one-call answer: operations carrying the type and importance of their text."""
+    return _answer_schema({**_OPERATION_FIELDS,
+                           "type": {"anyOf": [{"type": "string", "enum": list(MEMORY_TYPES)},
+                                              {"type": "null"}]},
+                           "importance": {"type": ["number", "null"]},
+                           "subject": {"type": ["string", "null"]}}, relations=graph)
+
+
+def _filled(template: str, today: str) -> str:
+    return template.replace("{today}", today).replace("{types}", ", ".join(MEMORY_TYPES))
+
+
+def _transcript(conversation: Sequence[Message]) -> str:
+    lines = ["Conversation:"]
     for message in conversation:
         speaker = message["role"]
         if message.get("name"):
             speaker = f"{speaker} ({message['name']})"
         lines.append(f"{speaker}: {message['content']}")
-    return [
-        {"role": "system", "content": system},
-        {"role": "user", "content": "Conversation:\n" + "\n".join(lines)},
-    ]
+    return "\n".join(lines)
+
+
+def extraction_messages(
+    conversation: Sequence[Message], today: str, custom: str | None, graph: bool = False
+) -> list[Message]:
+    system = custom if custom is not None else _filled(FACT_EXTRACTION, today)
+    if graph:
+        system += GRAPH_EXTRACTION.replace("{items}", "facts")
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": _transcript(conversation)}]
 
 
 def decision_messages(
     existing: Sequence[str], facts: Sequence[str], custom: str | None
 ) -> list[Message]:
-    shown = [{"id": str(label), "text": text} for label, text in enumerate(existing)]
     body = (
-        "Existing memories:\n" + json.dumps(shown, ensure_ascii=False)
+        "Existing memories:\n" + numbered(existing)
         + "\n\nNew facts:\n" + json.dumps(list(facts), ensure_ascii=False)
     )
     return [
         {"role": "system", "content": custom if custom is not None else UPDATE_DECISION},
         {"role": "user", "content": body},
     ]
+
+
+def one_call_messages(existing: Sequence[str], conversation: Sequence[Message], today: str,
+                      graph: bool) -> list[Message]:
+    """Extraction and decisions in one prompt: the memories the conversation's own text
+    found, labelled, then the conversation."""
+    system = _filled(ONE_CALL, today)
+    if graph:
+        system += GRAPH_EXTRACTION.replace("{items}", "memory")
+    shown = numbered(existing) if existing else "(none)"
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": f"Existing memories:\n{shown}\n\n"
+                                        + _transcript(conversation)}]
+
+
+def numbered(texts: Sequence[str]) -> str:
+    """One ``label: text`` line per memory, its whitespace collapsed so that no text
+    can start a line of its own (and pose as another label)."""
+    return "\n".join(f"{label}: {' '.join(text.split())}" for label, text in enumerate(texts))
 
 
 def repair_messages(previous: Sequence[Message], answer: str, problem: str) -> list[Message]:
