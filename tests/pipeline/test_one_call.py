@@ -159,9 +159,12 @@ def test_relations_come_in_the_same_answer(make_memory: MakeMemory, tmp_path: An
     llm = ScriptedLLM([{"memory": [add("User works at Acme")], "relations": [relation]}])
     m = make_memory(llm, config={**ONE_CALL, "graph_store": {
         "provider": "sqlite", "config": {"path": str(tmp_path / "graph.db")}}})
-    result = m.add("I work at Acme", user_id="u")
+    result = m.add("I work at Acme", user_id="u", entities=["Project Falcon"])
     assert [(r.source, r.relation, r.target) for r in result.relations] == [
         ("user", "WORKS_AT", "Acme")]
+    assert sorted(e.name for e in result.entities) == ["Acme", "Project Falcon", "user"]
+    falcon = m.get_entity_graph("Project Falcon", user_id="u", include_memories=True)
+    assert [i.memory for i in falcon.memories] == ["User works at Acme"]
     assert llm.calls[0].json_schema is not None
     assert "relations" in llm.calls[0].json_schema["properties"]
     assert '{"memory": [...], "relations": [...]}' in llm.calls[0].messages[0]["content"]
