@@ -23,19 +23,20 @@ def add(text: str, kind: str | None = None, importance: float | None = None) -> 
 
 def test_one_answer_extracts_and_adds_with_type_and_importance(make_memory: MakeMemory) -> None:
     llm = ScriptedLLM([ops(add("User likes Python", "preference", 0.8),
-                           add("User lives in Lisbon", "fact", 0.6))])
+                           {**add("Ana lives in Lisbon", "fact", 0.6), "subject": "Ana"})])
     m = make_memory(llm, config=ONE_CALL)
-    result = m.add("I like Python and I live in Lisbon", user_id="u")
+    result = m.add("I like Python and my sister Ana lives in Lisbon", user_id="u")
     assert [(e.event, e.memory) for e in result.results] == [
-        ("ADD", "User likes Python"), ("ADD", "User lives in Lisbon")]
+        ("ADD", "User likes Python"), ("ADD", "Ana lives in Lisbon")]
     assert result.usage.llm_calls == 1 and result.errors == []
     assert [c.purpose for c in llm.calls] == ["add"]
     prompt = llm.calls[0].messages[-1]["content"]
     assert prompt == ("Existing memories:\n(none)\n\nConversation:\n"
-                      "user: I like Python and I live in Lisbon")
-    stored = {i.memory: (i.memory_type, i.importance) for i in m.get_all(user_id="u").results}
-    assert stored == {"User likes Python": ("preference", 0.8),
-                      "User lives in Lisbon": ("fact", 0.6)}
+                      "user: I like Python and my sister Ana lives in Lisbon")
+    stored = {i.memory: (i.memory_type, i.importance, i.metadata)
+              for i in m.get_all(user_id="u").results}
+    assert stored == {"User likes Python": ("preference", 0.8, {}),
+                      "Ana lives in Lisbon": ("fact", 0.6, {"subject": "Ana"})}
 
 
 def test_the_conversation_finds_the_memories_it_may_change_shown_by_label(
@@ -74,6 +75,7 @@ def test_delete_and_none_in_one_answer(make_memory: MakeMemory) -> None:
     m = make_memory(llm, config=ONE_CALL)
     dog, paris = m.add("I have a dog and I live in Paris", user_id="u").results
     result = m.add("I don't have a dog anymore, still in Paris", user_id="u")
+    assert m.get(paris.id).metadata == {"confirmations": 1}  # NONE: said again
     labels = shown_labels(llm.calls[-1])
     assert labels == {"User has a dog": "0", "User lives in Paris": "1"}
     assert sorted((e.event, e.id) for e in result.results) == sorted(
