@@ -371,24 +371,39 @@ class PgVectorStore(PoolOwner, DrivenStore):
         where, params = translate(filter)
         params |= {"q": vector, "k": limit}
         distance = sql.SQL("embedding <=> %(q)s")
+        # Both settings in one statement. With the iterative scan the index keeps
+        # scanning until `limit` rows pass the filter; relaxed order returns them
+        # nearly sorted, so they are sorted again below.
+        settings: list[sql.Composable] = [sql.SQL("set_config('hnsw.ef_search', {}, true)").format(
+            sql.Literal(str(min(max(limit, self.ef_search), _MAX_EF_SEARCH))))]
         if self._iterative_scan:
-            # The index keeps scanning until `limit` rows pass the filter; relaxed
-            # order returns them nearly sorted, so they are sorted again below.
-            yield Statement(sql.SQL("SET LOCAL hnsw.iterative_scan = relaxed_order"))
-        yield Statement(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-            sql.Literal(min(max(limit, self.ef_search), _MAX_EF_SEARCH))))
-        query = sql.SQL(
-            "SELECT {cols}, {d} AS distance FROM {t} WHERE {w} ORDER BY {d} LIMIT %(k)s"
-        ).format(cols=COLUMNS, d=distance, t=self._table, w=where)
-        rows = yield Statement(query, params)
-        if len(rows) < limit:
+            settings.append(sql.SQL("set_config('hnsw.iterative_scan', 'relaxed_order', true)"))
+        yield Statement(sql.SQL("SELECT {}").format(sql.SQL(", ").join(settings)))
+        ranked = sql.SQL("SELECT {cols}, {d} AS distance FROM {t} WHERE {w}").format(
+            cols=COLUMNS, d=distance, t=self._table, w=where)
+        # One statement: a scope with at most `limit` matching rows (most users) is
+        # scanned exactly, since the index would return all of them anyway; a larger
+        # one goes through the HNSW index. MATERIALIZED keeps the planner from using
+        # the index for the exact scan. The last column is the count (up to limit + 1).
+        rows = yield Statement(sql.SQL(
+            "WITH scope AS MATERIALIZED (SELECT count(*) AS n FROM"
+            " (SELECT 1 FROM {t} WHERE {w} LIMIT %(k)s + 1) AS s),"
+            " matching AS MATERIALIZED ({ranked})"
+            " SELECT r.*, scope.n FROM scope LEFT JOIN ("
+            "(SELECT * FROM ({ranked} ORDER BY {d} LIMIT %(k)s) AS h"
+            " WHERE (SELECT n FROM scope) > %(k)s)"
+            " UNION ALL (SELECT * FROM matching WHERE (SELECT n FROM scope) <= %(k)s"
+            " ORDER BY distance LIMIT %(k)s)) AS r ON true"
+        ).format(t=self._table, w=where, ranked=ranked, d=distance), params)
+        indexed = bool(rows) and int(rows[0][-1]) > limit
+        rows = [row[:-1] for row in rows if row[0] is not None]  # the LEFT JOIN's empty row
+        if indexed and len(rows) < limit:
             # The index may stop early (pgvector < 0.8, or its scan limits); an exact
-            # scan of the matching rows is the answer then. MATERIALIZED keeps the
-            # planner from using the HNSW index for it.
+            # scan of the matching rows is the answer then.
             rows = yield Statement(sql.SQL(
-                "WITH matching AS MATERIALIZED (SELECT {cols}, {d} AS distance FROM {t}"
-                " WHERE {w}) SELECT * FROM matching ORDER BY distance LIMIT %(k)s"
-            ).format(cols=COLUMNS, d=distance, t=self._table, w=where), params)
+                "WITH matching AS MATERIALIZED ({ranked})"
+                " SELECT * FROM matching ORDER BY distance LIMIT %(k)s"
+            ).format(ranked=ranked), params)
         rows.sort(key=lambda row: (row[RANK], row[0]))
         return [Hit(record_of(row), cosine_to_score(1.0 - float(row[RANK]))) for row in rows]
 
