@@ -62,7 +62,7 @@ QA_CATEGORIES = (4, 1, 2, 3)
 
 # Token figures for the estimate (prompt and completion per call), from memkit's
 # prompts and the answer/judge prompts; text is counted at 4 characters a token.
-_EXTRACTION_PROMPT, _DECISION_PROMPT, _ONE_CALL_PROMPT, _MEMORY_TOKENS = 175, 140, 250, 22
+_EXTRACTION_PROMPT, _DECISION_PROMPT, _ONE_CALL_PROMPT, _MEMORY_TOKENS = 180, 140, 285, 22
 _ANSWER_PROMPT, _JUDGE_PROMPT = 110, 140
 _ADD_COMPLETION, _ANSWER_COMPLETION, _JUDGE_COMPLETION = 120, 12, 8
 
