@@ -29,7 +29,7 @@ def _is_loopback(api_base: str | None) -> bool:
         return False
 
 
-def check(kwargs: dict[str, Any]) -> None:
+def check_request(kwargs: dict[str, Any]) -> None:
     """Raise when requests are blocked and this one would leave the machine."""
     if _blocked and "mock_response" not in kwargs and not _is_loopback(kwargs.get("api_base")):
         raise LLMError(

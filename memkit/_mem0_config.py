@@ -272,7 +272,7 @@ def _store(where: str, provider: str, options: dict[str, Any], embedder: Any) ->
         handlers["diskann"] = _only(f"{where}.config.diskann", False)
     _take(where, options, handlers)
     if provider == "pgvector" and "dsn" not in out and dsn:
-        out["dsn"] = _dsn(dsn)
+        out["dsn"] = postgres_dsn(dsn)
     return {"provider": provider, "config": out}
 
 
@@ -285,7 +285,7 @@ def _on_disk(where: str, options: Mapping[str, Any]) -> Callable[[Any], None]:
     return check
 
 
-def _dsn(parts: dict[str, Any]) -> str:
+def postgres_dsn(parts: dict[str, Any]) -> str:
     auth = quote(str(parts.get("user", "")), safe="")
     if parts.get("password") is not None:
         auth += ":" + quote(str(parts["password"]), safe="")

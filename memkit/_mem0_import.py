@@ -27,7 +27,7 @@ from pydantic import Field
 
 from memkit._errors import ConfigError, VectorStoreError
 from memkit._imports import require
-from memkit._mem0_config import _dsn
+from memkit._mem0_config import postgres_dsn
 from memkit._models import ImportResult
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ def _chroma(options: Mapping[str, Any], name: str) -> Iterator[tuple[str, dict[s
 def _pgvector(options: Mapping[str, Any], name: str) -> Iterator[tuple[str, dict[str, Any]]]:
     psycopg = require("psycopg", "pgvector")
     sql = require("psycopg.sql", "pgvector")
-    dsn = options.get("connection_string") or _dsn(
+    dsn = options.get("connection_string") or postgres_dsn(
         {k: options[k] for k in ("dbname", "user", "password", "host", "port", "sslmode")
          if options.get(k) is not None})
     with psycopg.connect(dsn) as conn:

@@ -22,7 +22,7 @@ TASK_STATUSES = ("open", "in_progress", "done", "cancelled")
 """The statuses of a task (``memory_type="task"``); a new task is ``open``."""
 
 
-class _Model(BaseModel):
+class ResultModel(BaseModel):
     """A typed result that also reads like mem0's dicts: ``item["memory"]``, ``item.get("score")``."""
 
     model_config = ConfigDict(extra="forbid")
@@ -46,7 +46,7 @@ class _Model(BaseModel):
         return one_line(type(self).__name__, **fields)
 
 
-class _StoredMemory(_Model):
+class _StoredMemory(ResultModel):
     id: str
     memory: str
     hash: str
@@ -95,7 +95,7 @@ class MemoryItem(_StoredMemory):
         return f"{path}:{line}"
 
 
-class MemoryEvent(_Model):
+class MemoryEvent(ResultModel):
     """What one operation did to one memory, with the memory's scope."""
 
     id: str
@@ -112,7 +112,7 @@ class MemoryEvent(_Model):
         return one_line(self.event, self.id[:8], *filter(None, [scope_of(self)]), text=self.memory)
 
 
-class OperationError(_Model):
+class OperationError(ResultModel):
     """An operation that was not applied, and why. ``embedding`` appears only with
     ``on_error="degrade"``."""
 
@@ -121,7 +121,7 @@ class OperationError(_Model):
     operation: dict[str, Any] | None = None
 
 
-class Usage(_Model):
+class Usage(ResultModel):
     """LLM usage of one call to ``add``."""
 
     llm_calls: int = 0
@@ -153,7 +153,7 @@ _SEARCH_COLUMNS = ["score", "id", "memory", "location", "metadata", "user_id", "
 _HISTORY_COLUMNS = ["timestamp", "event", "old_value", "new_value"]
 
 
-class GraphRelation(_Model):
+class GraphRelation(ResultModel):
     """``source -[relation]-> target`` in the graph; open while ``valid_to`` is None."""
 
     id: str
@@ -170,7 +170,7 @@ class GraphRelation(_Model):
     run_id: str | None = None
 
 
-class GraphEntity(_Model):
+class GraphEntity(ResultModel):
     """An entity of one scope's graph."""
 
     id: str
@@ -184,7 +184,7 @@ class GraphEntity(_Model):
     updated_at: datetime
 
 
-class EntityGraph(_Model):
+class EntityGraph(ResultModel):
     """Entities and the open relations among them; with ``include_memories``, the current
     memories the relations came from."""
 
@@ -193,7 +193,7 @@ class EntityGraph(_Model):
     memories: list[MemoryItem] = Field(default_factory=list)
 
 
-class AddResult(_Model):
+class AddResult(ResultModel):
     """The outcome of ``Memory.add``: one event per memory touched, in ``results``; with a
     graph store, the relations it added (or mentioned again) and those it closed.
 
@@ -237,7 +237,7 @@ class AddResult(_Model):
         return html_table(*self._table())
 
 
-class DeleteResult(_Model):
+class DeleteResult(ResultModel):
     """The outcome of ``Memory.delete_all``: one DELETE event per memory deleted."""
 
     results: list[MemoryEvent] = Field(default_factory=list)
@@ -254,7 +254,7 @@ class DeleteResult(_Model):
         return len(self.results)
 
 
-class SearchResult(_Model):
+class SearchResult(ResultModel):
     """Memories, best first (search) or newest first (get_all), in ``results``.
 
     Iterating it, ``len()`` and ``result["results"][0]["memory"]`` work as on mem0's dict.
@@ -290,7 +290,7 @@ class SearchResult(_Model):
         return html_table(*self._table())
 
 
-class HistoryRecord(_Model):
+class HistoryRecord(ResultModel):
     """One change to one memory (or, with a graph, to a relation or an entity: ``memory_id``
     is then its id). A purged memory keeps only ``PURGE`` records: no text, the time, the
     scope."""
@@ -316,14 +316,14 @@ class HistoryRecord(_Model):
                         actor=self.actor_id)
 
 
-class ConsolidationCluster(_Model):
+class ConsolidationCluster(ResultModel):
     """Near-duplicates merged (or, in a dry run, to be merged) into ``keeper``."""
 
     keeper: MemoryItem
     merged: list[MemoryItem] = Field(default_factory=list)
 
 
-class ConsolidationResult(_Model):
+class ConsolidationResult(ResultModel):
     """The outcome of ``Memory.consolidate``: the clusters found among ``examined``
     current memories; with ``dry_run`` nothing was changed."""
 
@@ -338,7 +338,7 @@ class ConsolidationResult(_Model):
 
 
 AddResult.model_rebuild()
-class ReembedResult(_Model):
+class ReembedResult(ResultModel):
     """The outcome of ``Memory.reembed``: ``memories`` records (current memories, past
     versions and deleted ones) now hold vectors of ``new_model``; ``seconds`` it took."""
 
@@ -350,7 +350,7 @@ class ReembedResult(_Model):
     seconds: float
 
 
-class ScopeCount(_Model):
+class ScopeCount(ResultModel):
     """How many current memories one scope holds (``MemoryStats.by_scope``)."""
 
     user_id: str | None = None
@@ -359,7 +359,7 @@ class ScopeCount(_Model):
     memories: int = 0
 
 
-class MemoryStats(_Model):
+class MemoryStats(ResultModel):
     """What ``Memory.stats`` reports. ``memories``: current ones; ``by_type``: current
     ones per ``memory_type`` ("untyped" without one); ``by_scope``: current ones per
     scope, the fullest first; ``by_state``: every record as
@@ -406,7 +406,7 @@ class MemoryStats(_Model):
         return text_table("memory stats", ["what", "value"], rows)
 
 
-class SearchLogEntry(_Model):
+class SearchLogEntry(ResultModel):
     """One search in the search log (``lifecycle.search_log``): a SHA-256 of the query,
     the query itself only with ``lifecycle.search_log_text``, the limit asked for (``k``),
     the ids returned, best first, and how long the search took."""
@@ -429,7 +429,7 @@ class ExportedMemory(_StoredMemory):
     history: list[HistoryRecord] = Field(default_factory=list)
 
 
-class ImportResult(_Model):
+class ImportResult(ResultModel):
     """The outcome of ``Memory.import_``: memories written, skipped (id or text already
     stored in the scope) and rejected, with why."""
 

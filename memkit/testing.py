@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from memkit import _guard
+from memkit._guard import set_blocked
 from memkit._models import Usage
 from memkit.embeddings.base import Embedder, Matrix, normalise
 from memkit.llms.base import LLM, LLMRequest, LLMResponse
@@ -152,8 +152,8 @@ class HashEmbedder(Embedder):
 def block_real_requests(block: bool = True) -> Iterator[None]:
     """While active, an LLM or embedding request through litellm that would leave the
     machine raises LLMError / EmbeddingError (``mock_response`` and 127.0.0.1 servers pass)."""
-    previous = _guard.set_blocked(block)
+    previous = set_blocked(block)
     try:
         yield
     finally:
-        _guard.set_blocked(previous)
+        set_blocked(previous)

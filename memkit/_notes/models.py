@@ -6,17 +6,17 @@ from typing import Literal
 
 from pydantic import Field
 
-from memkit._models import MemoryItem, _Model
+from memkit._models import MemoryItem, ResultModel
 
 
-class SkippedFile(_Model):
+class SkippedFile(ResultModel):
     """A markdown file the indexer left out, and why (too large, not UTF-8, unreadable)."""
 
     path: str
     reason: str
 
 
-class IndexResult(_Model):
+class IndexResult(ResultModel):
     """The outcome of ``Memory.index_folder``, in chunks (sections of notes): ``added`` new
     or changed ones (embedded), ``moved`` ones whose text is unchanged but whose lines or
     heading changed (not re-embedded), ``removed`` ones no longer in the folder (their
@@ -40,7 +40,7 @@ class IndexResult(_Model):
 Section = Literal["task", "startup", "important"]
 
 
-class StartupItem(_Model):
+class StartupItem(ResultModel):
     """One memory of a startup briefing and the section it is in: an open ``task``, a
     memory marked ``surface="startup"``, or one of the most ``important``."""
 
@@ -49,7 +49,7 @@ class StartupItem(_Model):
     tokens: int
 
 
-class StartupContext(_Model):
+class StartupContext(ResultModel):
     """What ``Memory.startup_context`` returns: ``text`` ready for a system prompt and the
     ``items`` it shows, within ``budget_tokens`` (``tokens`` used, counted as characters
     / 4); ``omitted``: memories that did not fit."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memkit import _guard
 from memkit._errors import EmbeddingError
+from memkit._guard import check_request
 from memkit._imports import aimport_litellm, import_litellm
 from memkit._retry import async_retrying, provider_failure, retrying
 from memkit.embeddings.base import Embedder, Matrix, normalise
@@ -69,7 +69,7 @@ class LiteLLMEmbedder(Embedder):
         try:
             for batch in self._batches(texts):
                 kwargs = {**self._base, "input": batch}
-                _guard.check(kwargs)
+                check_request(kwargs)
                 for attempt in retrying(self.retries, self.retry_wait):
                     with attempt:
                         rows.extend(self._rows(litellm.embedding(**kwargs)))
@@ -87,7 +87,7 @@ class LiteLLMEmbedder(Embedder):
         try:
             for batch in self._batches(texts):
                 kwargs = {**self._base, "input": batch}
-                _guard.check(kwargs)
+                check_request(kwargs)
                 async for attempt in async_retrying(self.retries, self.retry_wait):
                     with attempt:
                         rows.extend(self._rows(await litellm.aembedding(**kwargs)))

@@ -1,28 +1,21 @@
 """The graph store interface: entities and typed relations beside the memories.
 
-An entity is identified by its scope and its normalised name
-(:func:`normalise`), so "Alice" and " alice " are one entity; its id is derived
-from both (:func:`entity_id`), which keeps one scope's writes from ever naming
-another scope's entity. A relation ``source -[TYPE]-> target`` is open until a
-decision closes it (``valid_to`` set); closed relations are kept for history.
-Upserting an open relation that exists raises its ``weight`` (its mention
-count) and adds the memory ids it came from.
+Identity and the data model (scopes, normalised names, entity ids, the checked
+rows a write becomes) live in :mod:`memkit.graph.model`; resolving a name to the
+entity it means (alias, then nearest name embedding) in :mod:`memkit.graph.resolve`.
+Both are re-exported here. Upserting an open relation that exists raises its
+``weight`` (its mention count) and adds the memory ids it came from.
 
-A scope here is the exact ``(user_id, agent_id, run_id)`` triple an add was
-made with: each scope has a graph of its own.
-
-Identity beyond spelling: :meth:`GraphStore.resolve` maps a name to the entity
-it means: the same normalised name, a name merged into it before (an alias),
-or, given the name's embedding, the entity whose name embedding is nearest
-when the cosine reaches the threshold (then the name is recorded as an alias).
-An add's resolution records which memories used each alias, so forgetting the
-last of them forgets the alias too.
+:meth:`GraphStore.resolve` maps a name to the entity it means: the same
+normalised name, a name merged into it before (an alias), or, given the name's
+embedding, the entity whose name embedding is nearest when the cosine reaches
+the threshold (then the name is recorded as an alias). An add's resolution
+records which memories used each alias, so forgetting the last of them forgets
+the alias too.
 
 An entity is linked to the memories whose relations touch it, and to those
 whose adds named it (``add(..., entities=[...])``, :meth:`GraphStore.link_memories`);
 :meth:`GraphStore.memory_ids_of` lists the latter.
-Name embeddings are kept with the entities (float16, in the graph's own
-tables or node properties), never in an engine's vector index.
 
 A store that can write inside the vector store's transaction says so in
 :meth:`GraphStore.joins` and returns a view on that transaction from
@@ -32,211 +25,37 @@ Async methods default to running the sync method in a worker thread; a store
 with a native async client overrides them.
 """
 
+
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
-import re
-import unicodedata
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol, TypeVar
 
-import numpy as np
-
 from memkit._errors import GraphError, GraphStoreError
+from memkit.graph.model import (
+    UNKNOWN,
+    Entity,
+    EntityRow,
+    GraphScope,
+    NewEntity,
+    NewRelation,
+    Relation,
+    RelationRow,
+    Subgraph,
+    check_depth,
+    check_name,
+    entity_id,
+    entity_rows,
+    normalise,
+    relation_rows,
+    relation_type,
+    scope_fields,
+)
+from memkit.graph.resolve import decode_vector, encode_vector, nearest, resolve_names
 
-UNKNOWN = "unknown"
-_NAMESPACE = uuid.UUID("6b7c2f0e-3d7a-4c1e-9a55-2f1f5d0c9e41")
-_SPACES = re.compile(r"\s+")
-_EDGE_PUNCTUATION = "\"'`.,;:!?()[]{}<>"
-_RELATION_TYPE = re.compile(r"[^A-Z0-9]+")
-MAX_NAME = 200
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class GraphScope:
-    """The scope a graph belongs to: the exact ids an add was made with."""
-
-    user_id: str | None = None
-    agent_id: str | None = None
-    run_id: str | None = None
-
-    @property
-    def key(self) -> str:
-        return json.dumps([self.user_id, self.agent_id, self.run_id])
-
-    @property
-    def empty(self) -> bool:
-        return self.user_id is None and self.agent_id is None and self.run_id is None
-
-
-def normalise(name: str) -> str:
-    """The identity of an entity name: NFKC, case-folded, spaces collapsed, edge punctuation off."""
-    text = unicodedata.normalize("NFKC", name).casefold()
-    return _SPACES.sub(" ", text).strip().strip(_EDGE_PUNCTUATION).strip()
-
-
-def relation_type(name: str) -> str:
-    """``"works at"`` -> ``"WORKS_AT"``; raises GraphError when nothing is left."""
-    text = _RELATION_TYPE.sub("_", unicodedata.normalize("NFKC", name).upper()).strip("_")
-    if not text:
-        raise GraphError(f"not a relation type: {name!r}")
-    return text[:MAX_NAME]
-
-
-def entity_id(scope: GraphScope, name: str) -> str:
-    """The id of the entity called ``name`` in ``scope`` (the same for every spelling)."""
-    return str(uuid.uuid5(_NAMESPACE, json.dumps([scope.key, normalise(name)])))
-
-
-def check_name(name: object) -> str:
-    """An entity name as given, stripped; raises GraphError for an empty or huge one."""
-    if not isinstance(name, str) or not normalise(name) or len(name) > MAX_NAME:
-        raise GraphError(f"not an entity name: {name!r}")
-    return " ".join(name.split())
-
-
-def scope_fields(scope: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
-    """The scope fields given in ``scope`` (at least one) and their values."""
-    fields = [f for f in ("user_id", "agent_id", "run_id") if scope.get(f) is not None]
-    if not fields:
-        raise GraphError("forgetting a scope's graph needs user_id, agent_id or run_id")
-    return fields, {f: scope[f] for f in fields}
-
-
-@dataclass(frozen=True, slots=True)
-class Entity:
-    id: str
-    name: str
-    type: str
-    summary: str | None
-    user_id: str | None
-    agent_id: str | None
-    run_id: str | None
-    created_at: str
-    updated_at: str
-
-
-@dataclass(frozen=True, slots=True)
-class Relation:
-    """``source -[type]-> target``; ``weight`` counts its mentions; open while ``valid_to`` is None."""
-
-    id: str
-    source: str
-    type: str
-    target: str
-    source_id: str
-    target_id: str
-    weight: float
-    confidence: float
-    valid_from: str
-    valid_to: str | None
-    memory_ids: tuple[str, ...]
-    user_id: str | None
-    agent_id: str | None
-    run_id: str | None
-
-    @property
-    def triple(self) -> tuple[str, str, str]:
-        return self.source, self.type, self.target
-
-
-@dataclass(frozen=True, slots=True)
-class Subgraph:
-    """Entities and the open relations between them."""
-
-    entities: list[Entity] = field(default_factory=list)
-    relations: list[Relation] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class NewEntity:
-    name: str
-    type: str = UNKNOWN
-    summary: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class NewRelation:
-    """A mention of ``source -[type]-> target``; missing endpoints are created as "unknown"."""
-
-    source: str
-    type: str
-    target: str
-    confidence: float = 1.0
-    memory_ids: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class EntityRow:
-    """What a store writes for an entity: names checked, id derived."""
-
-    id: str
-    name: str
-    norm: str
-    type: str
-    summary: str | None
-
-    @classmethod
-    def of(cls, scope: GraphScope, entity: NewEntity) -> EntityRow:
-        name = check_name(entity.name)
-        kind = (normalise(entity.type) if isinstance(entity.type, str) else "") or UNKNOWN
-        return cls(entity_id(scope, name), name, normalise(name), kind[:MAX_NAME], entity.summary)
-
-
-@dataclass(frozen=True, slots=True)
-class RelationRow:
-    """What a store writes for a relation mention (duplicates in one call merged)."""
-
-    id: str
-    source: EntityRow
-    type: str
-    target: EntityRow
-    weight: float
-    confidence: float
-    memory_ids: tuple[str, ...]
-
-
-def entity_rows(scope: GraphScope, entities: Sequence[NewEntity]) -> list[EntityRow]:
-    """Checked rows, one per entity: the first spelling names it; a later known type or a
-    later summary wins."""
-    merged: dict[str, EntityRow] = {}
-    for entity in entities:
-        row = EntityRow.of(scope, entity)
-        before = merged.get(row.id)
-        if before is not None:
-            row = replace(before, type=before.type if row.type == UNKNOWN else row.type,
-                          summary=before.summary if row.summary is None else row.summary)
-        merged[row.id] = row
-    return list(merged.values())
-
-
-def relation_rows(scope: GraphScope, relations: Sequence[NewRelation]) -> list[RelationRow]:
-    """Checked rows, one per distinct (source, type, target); self-loops raise GraphError."""
-    merged: dict[tuple[str, str, str], RelationRow] = {}
-    for rel in relations:
-        source = EntityRow.of(scope, NewEntity(rel.source))
-        target = EntityRow.of(scope, NewEntity(rel.target))
-        if source.id == target.id:
-            raise GraphError(f"a relation from {rel.source!r} to itself")
-        kind = relation_type(rel.type)
-        key = (source.id, kind, target.id)
-        confidence = min(1.0, max(0.0, float(rel.confidence)))
-        before = merged.get(key)
-        if before is None:
-            merged[key] = RelationRow(str(uuid.uuid4()), source, kind, target, 1.0, confidence,
-                                      tuple(dict.fromkeys(rel.memory_ids)))
-        else:
-            merged[key] = RelationRow(  # the first spelling names the endpoints
-                before.id, before.source, kind, before.target, before.weight + 1.0,
-                max(before.confidence, confidence),
-                tuple(dict.fromkeys((*before.memory_ids, *rel.memory_ids))))
-    return list(merged.values())
 
 
 class GraphOps(Protocol):
@@ -279,79 +98,6 @@ class GraphOps(Protocol):
     def embedded_names(self) -> Generator[Any, Any, list[tuple[str, str]]]: ...
     def replace_vectors(self, ids: Sequence[str], vectors: Sequence[Sequence[float] | None],
                         ) -> Generator[Any, Any, None]: ...
-
-
-def encode_vector(vector: Sequence[float]) -> str:
-    """A name embedding as stored: float16, base64 (small enough for any engine's parameters)."""
-    return base64.b64encode(np.asarray(vector, dtype=np.float16).tobytes()).decode()
-
-
-def decode_vector(text: str) -> np.ndarray[Any, np.dtype[np.float32]]:
-    return np.frombuffer(base64.b64decode(text), dtype=np.float16).astype(np.float32)
-
-
-def nearest(vector: Sequence[float], candidates: Sequence[tuple[str, str]],
-            threshold: float) -> str | None:
-    """The id among ``candidates`` (id, encoded vector) whose vector is nearest to ``vector``
-    by cosine, when that cosine is at least ``threshold``."""
-    query = np.asarray(vector, dtype=np.float32)
-    # vectors of another model (a re-embedding's failed graph write) compare with nothing
-    rows = [(id, row) for id, row in ((id, decode_vector(v)) for id, v in candidates)
-            if row.shape == query.shape]
-    if not rows:
-        return None
-    matrix = np.stack([row for _, row in rows])
-    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
-    cosines = matrix @ query / np.where(norms == 0, 1.0, norms)
-    best = int(np.argmax(cosines))
-    return rows[best][0] if float(cosines[best]) >= threshold else None
-
-
-class NameLookups(Protocol):
-    """The engine queries :func:`resolve_names` is built from."""
-
-    def names_by_id(self, scope: GraphScope,
-                    ids: Sequence[str]) -> Generator[Any, Any, dict[str, str]]: ...
-    def names_by_alias(self, scope: GraphScope,
-                       norms: Sequence[str]) -> Generator[Any, Any, dict[str, str]]: ...
-    def embedded(self, scope: GraphScope) -> Generator[Any, Any, list[tuple[str, str, str]]]: ...
-    def add_aliases(self, scope: GraphScope,
-                    aliases: Sequence[tuple[str, str]]) -> Generator[Any, Any, None]: ...
-    def support_aliases(self, scope: GraphScope, norms: Sequence[str],
-                        memory_ids: Sequence[str]) -> Generator[Any, Any, None]: ...
-
-
-def resolve_names(engine: NameLookups, scope: GraphScope, names: Sequence[str],
-                  vectors: Sequence[Sequence[float]] | None, threshold: float,
-                  memory_ids: Sequence[str] = ()) -> Generator[Any, Any, dict[str, str]]:
-    """:meth:`GraphStore.resolve`, once for every engine: by id, then alias, then embedding.
-    The aliases used are recorded as used by ``memory_ids``."""
-    ids = {name: entity_id(scope, check_name(name)) for name in names}
-    by_id = yield from engine.names_by_id(scope, sorted(set(ids.values())))
-    found = {name: by_id[i] for name, i in ids.items() if i in by_id}
-    rest = {normalise(n): n for n in names if n not in found}
-    used: list[str] = []
-    if rest:
-        by_alias = yield from engine.names_by_alias(scope, sorted(rest))
-        found.update({rest.pop(norm): name for norm, name in by_alias.items()})
-        used += sorted(by_alias)
-    if rest and vectors is not None:
-        vector_of = dict(zip(names, vectors, strict=True))
-        rows = yield from engine.embedded(scope)
-        candidates = [(id, embedding) for id, _, embedding in rows]
-        name_of = {id: name for id, name, _ in rows}
-        aliases = []
-        for norm, name in rest.items():
-            match = nearest(vector_of[name], candidates, threshold)
-            if match is not None:
-                found[name] = name_of[match]
-                aliases.append((norm, match))
-        if aliases:
-            yield from engine.add_aliases(scope, aliases)
-            used += [norm for norm, _ in aliases]
-    if used and memory_ids:
-        yield from engine.support_aliases(scope, used, memory_ids)
-    return found
 
 
 class GraphStore(ABC):
@@ -570,12 +316,6 @@ class GraphStore(ABC):
     async def areplace_vectors(self, ids: Sequence[str],
                                vectors: Sequence[Sequence[float] | None]) -> None:
         await self._arun(self.ops.replace_vectors(ids, vectors))
-
-
-def check_depth(depth: int) -> int:
-    if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 3:
-        raise GraphError(f"depth must be 0, 1, 2 or 3, got {depth!r}")
-    return depth
 
 
 __all__ = [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memkit import _guard
 from memkit._errors import NO_LLM_FIX, LLMError
+from memkit._guard import check_request
 from memkit._imports import aimport_litellm, import_litellm
 from memkit._models import Usage
 from memkit._retry import async_retrying, provider_failure, retrying
@@ -78,7 +78,7 @@ class LiteLLM(LLM):
         response_format = self._response_format(litellm, request)
         if response_format is not None:
             kwargs["response_format"] = response_format
-        _guard.check(kwargs)
+        check_request(kwargs)
         return kwargs
 
     def complete(self, request: LLMRequest) -> LLMResponse:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memkit import _guard
 from memkit._errors import LLMError
+from memkit._guard import check_request
 from memkit._imports import aimport_litellm, import_litellm
 from memkit._retry import async_retrying, provider_failure, retrying
 from memkit.rerankers.base import Ranking, Reranker, complete
@@ -42,7 +42,7 @@ class LiteLLMReranker(Reranker):
     def _kwargs(self, query: str, documents: Sequence[str]) -> dict[str, Any]:
         kwargs = {**self._base, "query": query, "documents": list(documents),
                   "top_n": len(documents), "return_documents": False}
-        _guard.check(kwargs)
+        check_request(kwargs)
         return kwargs
 
     def rerank(self, query: str, documents: Sequence[str]) -> Ranking:
