@@ -90,7 +90,7 @@ class Matrix:
 
     def scores(self, query: Vector) -> npt.NDArray[np.float32]:
         """The cosine of every row with ``query``, by position; deleted rows -inf."""
-        sims: npt.NDArray[np.float32] = self.vectors[: self.size] @ query
+        sims = products(self.vectors[: self.size], query)
         if self.dead:
             sims[~self.alive[: self.size]] = -np.inf
         return sims
@@ -105,11 +105,21 @@ class Matrix:
         if 3 * len(positions) > self.size:
             # Gathering the rows reads and writes them before the product reads them again:
             # past a third of the matrix, the product over all of it moves less memory.
-            sims = (self.vectors[: self.size] @ query)[positions]
+            sims = products(self.vectors[: self.size], query)[positions]
         else:
-            sims = self.vectors[positions] @ query
+            sims = products(self.vectors[positions], query)
         best = top_positions(sims, limit)
         return self.seqs[positions[best]], sims[best]
+
+
+def products(rows: npt.NDArray[np.float32], query: Vector) -> npt.NDArray[np.float32]:
+    """The dot product of each of ``rows`` with ``query``, on the calling thread.
+
+    ``rows @ query`` hands a matrix-vector product to BLAS, whose threads spin on a busy
+    machine: at 10k x 384 it took about 7x the CPU time of einsum's own loop (4.7 ms
+    against 0.65 ms) and 7x the wall time at load 5."""
+    sims: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, np.asarray(query, np.float32))
+    return sims
 
 
 def top_positions(sims: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
