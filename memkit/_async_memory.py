@@ -42,7 +42,7 @@ from memkit._pipeline.memories import (
     history_flow,
     revert_flow,
 )
-from memkit._pipeline.requests import Timestamp
+from memkit._pipeline.options import Timestamp
 from memkit._pipeline.search.flow import SearchMode
 from memkit._pipeline.write.versions import chain_flow
 from memkit.embeddings.base import Embedder

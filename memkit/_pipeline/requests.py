@@ -5,12 +5,12 @@ own driver, so an argument is checked once, here."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from os import PathLike, fspath
-from typing import Any, TypedDict, Unpack
+from typing import Any, Unpack
 
 from memkit._config import MemoryConfig
 from memkit._errors import ConfigError, InvalidArgument, MemkitError, ScopeError
@@ -30,7 +30,7 @@ from memkit._models import (
     SearchResult,
 )
 from memkit._notes.models import IndexResult, StartupContext
-from memkit._pipeline.add.flow import AddRequest, OnError, add_flow
+from memkit._pipeline.add.flow import AddRequest, add_flow
 from memkit._pipeline.effects import Flow
 from memkit._pipeline.features.consolidate import auto_flow, consolidate_flow
 from memkit._pipeline.features.entities import entity_flow, entity_ref_of, entity_refs_of
@@ -70,7 +70,8 @@ from memkit._pipeline.memories import (
     supersede_flow,
     update_flow,
 )
-from memkit._pipeline.search.flow import SearchMode, SearchSettings, search_flow
+from memkit._pipeline.options import AddOptions, GetAllOptions, SearchOptions, Timestamp, UpdateOptions
+from memkit._pipeline.search.flow import SearchSettings, search_flow
 from memkit._pipeline.search.paging import offset_of, paged_flow
 from memkit._pipeline.search.rerank import reranked_flow
 from memkit._pipeline.search.scopes import any_scope, scopes_of
@@ -79,8 +80,6 @@ from memkit._time import to_iso
 from memkit.embeddings.base import Embedder
 from memkit.graph.base import GraphScope
 from memkit.stores.base import Vector
-
-Timestamp = datetime | str | int | float
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,29 +118,6 @@ def _expiry(expires_at: Timestamp | None, expiration_date: Timestamp | None) -> 
 
 def _valid(s: Settings, as_of: Timestamp | None, include_expired: bool) -> Filter:
     return valid_at(_when(s, as_of), include_expired=bool(include_expired))
-
-
-class AddOptions(TypedDict, total=False):
-    """The keyword arguments of :meth:`memkit.Memory.add` and ``AsyncMemory.add`` (the two
-    signatures users see, documented there); a missing key means the default."""
-
-    user_id: str | None
-    agent_id: str | None
-    run_id: str | None
-    metadata: dict[str, Any] | None
-    filters: dict[str, Any] | None
-    prompt: str | None
-    infer: bool
-    timestamp: Timestamp | None
-    on_error: OnError | None
-    expires_at: Timestamp | None
-    expiration_date: Timestamp | None
-    dry_run: bool
-    memory_type: str | None
-    importance: float | None
-    confidence: float | None
-    surface: str | None
-    entities: Sequence[str] | None
 
 
 def add(s: Settings, messages: str | dict[str, Any] | list[dict[str, Any]], /,
@@ -189,28 +165,13 @@ def add(s: Settings, messages: str | dict[str, Any] | list[dict[str, Any]], /,
     return flow
 
 
-def search(
-    s: Settings,
-    /,
-    query: str,
-    *,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    run_id: str | None = None,
-    limit: int | None = None,
-    filters: dict[str, Any] | None = None,
-    threshold: float | None = None,
-    mode: SearchMode | None = None,
-    top_k: int | None = None,
-    as_of: Timestamp | None = None,
-    include_expired: bool = False,
-    min_confidence: float | None = None,
-    graph: bool | None = None,
-    scopes: Sequence[Mapping[str, str | None]] | None = None,
-    offset: int = 0,
-    rerank: bool = False,
-    entity: str | None = None,
-) -> Flow[SearchResult]:
+def search(s: Settings, query: str, /, **o: Unpack[SearchOptions]) -> Flow[SearchResult]:
+    user_id, agent_id, run_id, filters = (o.get("user_id"), o.get("agent_id"), o.get("run_id"),
+                                          o.get("filters"))
+    graph, entity, scopes, rerank = (o.get("graph"), o.get("entity"), o.get("scopes"),
+                                     bool(o.get("rerank", False)))
+    threshold, mode, min_confidence = o.get("threshold"), o.get("mode"), o.get("min_confidence")
+    as_of = o.get("as_of")
     if scopes is None:
         scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
         where = scope.filter()
@@ -222,9 +183,9 @@ def search(
                                   "with scopes=")
         scope, rest, graph = Scope(), filters, False
         where = any_scope(scopes_of(scopes, user_id, agent_id, run_id))
-    selection = all_of(where, parse_filter(rest), _valid(s, as_of, include_expired))
-    limit = limit_or_top_k(limit, top_k, 100)
-    page = offset_of(offset)
+    selection = all_of(where, parse_filter(rest), _valid(s, as_of, o.get("include_expired", False)))
+    limit = limit_or_top_k(o.get("limit"), o.get("top_k"), 100)
+    page = offset_of(o.get("offset", 0))
     now = s.now()
     graphed = graph is not False and (graph is not None or s.graph is not None)
     graph_scope = _graph_scope(s, scope.user_id, scope.agent_id, scope.run_id)[1] \
@@ -266,52 +227,30 @@ def _graph_scope(s: Settings, user_id: str | None, agent_id: str | None,
     return key, GraphScope(scope.user_id, scope.agent_id, scope.run_id)
 
 
-def get_all(
-    s: Settings,
-    /,
-    *,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    run_id: str | None = None,
-    filters: dict[str, Any] | None = None,
-    limit: int | None = None,
-    top_k: int | None = None,
-    as_of: Timestamp | None = None,
-    include_expired: bool = False,
-    surface: str | None = None,
-    offset: int = 0,
-    entity: str | None = None,
-) -> Flow[SearchResult]:
-    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
+def get_all(s: Settings, /, **o: Unpack[GetAllOptions]) -> Flow[SearchResult]:
+    scope, rest = scope_and_filters(o.get("user_id"), o.get("agent_id"), o.get("run_id"),
+                                    o.get("filters"))
+    surface, as_of, entity = o.get("surface"), o.get("as_of"), o.get("entity")
     surfaced = None if surface is None else Condition(field="surface", operator="eq",
                                                       value=surface_of(surface))
     selection = all_of(scope.filter(), parse_filter(rest), surfaced,
-                       _valid(s, as_of, include_expired))
-    listed = partial(get_all_flow, limit=limit_or_top_k(limit, top_k, 100),
-                     lifecycle=s.lifecycle, now=s.now(), offset=offset_of(offset, 1_000_000))
+                       _valid(s, as_of, o.get("include_expired", False)))
+    listed = partial(get_all_flow, limit=limit_or_top_k(o.get("limit"), o.get("top_k"), 100),
+                     lifecycle=s.lifecycle, now=s.now(),
+                     offset=offset_of(o.get("offset", 0), 1_000_000))
     if entity is None:
         return listed(selection)
     graph_scope = _graph_scope(s, scope.user_id, scope.agent_id, scope.run_id)[1]
     return entity_flow(graph_scope, entity_ref_of(entity), selection, as_of is not None, listed)
 
 
-def update(
-    s: Settings,
-    /,
-    memory_id: str,
-    text: str | None = None,
-    *,
-    metadata: dict[str, Any] | None = None,
-    data: str | None = None,
-    expires_at: Timestamp | None = None,
-    memory_type: str | None = None,
-    importance: float | None = None,
-    confidence: float | None = None,
-    surface: str | None = None,
-) -> Flow[MemoryItem]:
+def update(s: Settings, memory_id: str, text: str | None = None, /,
+           **o: Unpack[UpdateOptions]) -> Flow[MemoryItem]:
+    data, metadata, expires_at, surface = (o.get("data"), o.get("metadata"), o.get("expires_at"),
+                                           o.get("surface"))
     if text is not None and data is not None:
         raise MemkitError("update() takes the new text once: as text or as data=")
-    lifecycle = lifecycle_fields(memory_type, importance, confidence)
+    lifecycle = lifecycle_fields(o.get("memory_type"), o.get("importance"), o.get("confidence"))
     new_text = text if text is not None else None if data is None else str(data)
     if new_text is None and not (lifecycle or metadata or expires_at is not None
                                  or surface is not None):
