@@ -215,6 +215,10 @@ class AsyncMemory(Client):
         """See :meth:`Memory.reset`."""
         return await self._runtime.arun(reset_flow(self._settings.graph is not None))
 
+    async def repair(self) -> int:
+        """See :meth:`Memory.repair`."""
+        return await self._runtime.arun(requests.repair(self._settings))
+
     async def prune(
         self,
         below: float = 0.05,

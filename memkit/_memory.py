@@ -288,6 +288,13 @@ class Memory(Client):
         """Delete every memory, all history and the search log, and the graph."""
         return self._runtime.run(reset_flow(self._settings.graph is not None))
 
+    def repair(self) -> int:
+        """Write to the graph what adds left pending when the graph store failed after their
+        memories were committed (an outage of a graph in its own engine); returns how many
+        adds' graph work was replayed. Adds do this first themselves; call it to repair
+        without adding."""
+        return self._runtime.run(requests.repair(self._settings))
+
     def prune(
         self,
         below: float = 0.05,

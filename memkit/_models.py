@@ -14,6 +14,8 @@ Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 GraphEventName = Literal["RELATION_ADD", "RELATION_CLOSE", "RELATION_DELETE", "ENTITY_DELETE"]
 PurgeEventName = Literal["PURGE"]
 """What a purged record leaves in the history: the event, without any text."""
+PendingEventName = Literal["GRAPH_PENDING"]
+"""Graph work an add still owes (``memory_id`` ``memkit:graph-pending``), gone once done."""
 
 MEMORY_TYPES = ("observation", "decision", "learning", "error", "pattern", "preference", "fact",
                 "procedure", "task")
@@ -297,7 +299,7 @@ class HistoryRecord(ResultModel):
 
     id: str
     memory_id: str
-    event: Event | GraphEventName | PurgeEventName
+    event: Event | GraphEventName | PurgeEventName | PendingEventName
     old_value: str | None = None
     new_value: str | None = None
     timestamp: datetime

@@ -149,6 +149,13 @@ class ForgetHistory(Returns[None]):
 
 
 @dataclass(frozen=True, slots=True)
+class DiscardEvents(Returns[None]):
+    """-> None: the history rows with these ids are deleted (graph work done)"""
+
+    event_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ForgetScope(Returns[None]):
     """-> None: every history row (not PURGE rows) and logged search of ``scope`` (each
     field given must match) is deleted"""
@@ -472,7 +479,7 @@ GraphEffect: TypeAlias = (
 Effect: TypeAlias = (
     Complete | Embed | Search | KeywordSearch | Get | ListRecords | Project | Transaction[Any]
     | ReadHistory
-    | ReadEvent | ResetStore | ResetHistory | ForgetHistory | ForgetScope | Scrub
+    | ReadEvent | ResetStore | ResetHistory | ForgetHistory | DiscardEvents | ForgetScope | Scrub
     | NoteAccess | TakeAccesses
     | CountAdds | GraphEffect | Monotonic | LogSearch | ReadSearchLog
     | OpenShadow | DropShadow | UseEmbedder | OnShadow[Any] | ReadNotes | AppendLog | Rerank

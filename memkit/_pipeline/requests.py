@@ -45,6 +45,7 @@ from memkit._pipeline.features.graph import (
     entity_graph_flow,
     get_entities_flow,
     get_entity_flow,
+    repair_flow,
 )
 from memkit._pipeline.features.graph_search import graph_search_flow
 from memkit._pipeline.features.lifecycle import Lifecycle, lifecycle_fields
@@ -290,6 +291,19 @@ def purge(
         raise ScopeError()
     return purge_flow(scope, parse_filter(rest), s.now(), s.graph is not None,
                       actor_of(actor_id))
+
+
+def repair(s: Settings, /) -> Flow[int]:
+    """Replay the graph work a graph outage left pending (none without a graph of its own
+    transactions: a graph sharing the store's commits with its memories)."""
+    if s.graph is None or s.graph.joined:
+        return _nothing()
+    return repair_flow()
+
+
+def _nothing() -> Flow[int]:
+    return 0
+    yield
 
 
 def actor_of(actor_id: object) -> str | None:

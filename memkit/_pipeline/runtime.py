@@ -28,6 +28,7 @@ from memkit._pipeline.effects import (
     Delete,
     DeleteEntities,
     DeleteRelations,
+    DiscardEvents,
     DropShadow,
     Effect,
     Embed,
@@ -260,6 +261,8 @@ def store_job(effect: Effect | WriteEffect, store: VectorStore, history: History
             return job(history.reset, history.areset)
         case ForgetHistory(memory_ids):
             return job(history.forget, history.aforget, memory_ids)
+        case DiscardEvents(event_ids):
+            return job(history.discard, history.adiscard, event_ids)
         case ForgetScope(scope):
             return job(history.forget_scope, history.aforget_scope, dict(scope))
         case Scrub():

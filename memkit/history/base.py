@@ -57,6 +57,13 @@ class HistoryStore(ABC):
         text) and the logged searches that returned any of them."""
 
     @abstractmethod
+    def discard(self, event_ids: Sequence[str]) -> None:
+        """Delete the records with these ids (graph work done: ``GRAPH_PENDING`` rows)."""
+
+    async def adiscard(self, event_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.discard, event_ids)
+
+    @abstractmethod
     def forget_scope(self, scope: Mapping[str, str]) -> None:
         """Delete every record and logged search of ``scope`` (every field given must
         match), except ``PURGE`` records."""

@@ -200,6 +200,10 @@ class PostgresHistory(PoolOwner, HistoryStore):
         yield Statement(sql.SQL("DELETE FROM {t} WHERE result_ids::jsonb ?| %(ids)s").format(
             t=sql.Identifier(f"{self.table}_searches")), ids)
 
+    def _discard_op(self, event_ids: Sequence[str]) -> Op[None]:
+        yield Statement(sql.SQL("DELETE FROM {t} WHERE id = ANY(%(ids)s)").format(t=self._table),
+                        {"ids": list(event_ids)})
+
     def _forget_scope_op(self, scope: Mapping[str, str]) -> Op[None]:
         where, params = searches_where(scope)
         condition = sql.SQL(pyformat(where))
@@ -242,6 +246,12 @@ class PostgresHistory(PoolOwner, HistoryStore):
 
     def forget_scope(self, scope: Mapping[str, str]) -> None:
         self._run(self._forget_scope_op(scope))
+
+    def discard(self, event_ids: Sequence[str]) -> None:
+        self._run(self._discard_op(event_ids))
+
+    async def adiscard(self, event_ids: Sequence[str]) -> None:
+        await self._arun(self._discard_op(event_ids))
 
     async def aforget(self, memory_ids: Sequence[str]) -> None:
         await self._arun(self._forget_op(memory_ids))

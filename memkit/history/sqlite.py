@@ -283,6 +283,11 @@ class SQLiteHistory(HistoryStore):
                 " json_each(result_ids) AS r WHERE r.value IN (SELECT value FROM json_each(?)))",
                 (listed,))
 
+    def discard(self, event_ids: Sequence[str]) -> None:
+        with self._db.write() as conn:
+            conn.execute(f'DELETE FROM "{self._table}" WHERE id IN'
+                         " (SELECT value FROM json_each(?))", (json.dumps(list(event_ids)),))
+
     def forget_scope(self, scope: Mapping[str, str]) -> None:
         where, params = searches_where(scope)
         with self._db.write() as conn:

@@ -50,6 +50,9 @@ class RecordingHistory(HistoryStore):
     def forget(self, memory_ids: Sequence[str]) -> None:
         self.rows = [r for r in self.rows if r.memory_id not in memory_ids or r.event == "PURGE"]
 
+    def discard(self, event_ids: Sequence[str]) -> None:
+        self.rows = [r for r in self.rows if r.id not in event_ids]
+
     def forget_scope(self, scope: Mapping[str, str]) -> None:
         self.rows = [r for r in self.rows if r.event == "PURGE"
                      or any(getattr(r, f) != v for f, v in scope.items())]

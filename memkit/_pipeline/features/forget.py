@@ -45,6 +45,7 @@ from memkit._pipeline.effects import (
 )
 from memkit._pipeline.features.graph import GraphSettings, graph_event
 from memkit._pipeline.features.lifecycle import Lifecycle, confidence_of, flush_flow
+from memkit._pipeline.features.outbox import forget_pending_flow
 from memkit._pipeline.inputs import Scope
 from memkit._pipeline.write.apply import Applied, apply_flow, scan, scope_key, transaction
 from memkit._pipeline.write.versions import end, is_valid, valid_at
@@ -80,6 +81,8 @@ def forget_flow(items: Sequence[Scoped], now: str, graph: bool,
     """Remove ``items`` (records or versions) for good, with everything derived from them."""
     ids = [item.id for item in items]
     derived = (yield from ask(ForgetMemories(ids))) if graph else []
+    if graph:
+        yield from forget_pending_flow(ids)
     yield from ask(ForgetHistory((*ids, *derived)))
     batch = WriteBatch(deletes=ids, history=[purge_row(item, now, actor_id) for item in items])
     yield from ask(transaction(batch))

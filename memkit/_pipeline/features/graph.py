@@ -59,6 +59,13 @@ from memkit._pipeline.effects import (
     ask,
     ask_write,
 )
+from memkit._pipeline.features.outbox import (
+    GraphWork,
+    done_flow,
+    new_work_id,
+    pending_flow,
+    targets,
+)
 from memkit._pipeline.write.apply import Applied, apply_flow, transaction, writes
 from memkit._pipeline.write.versions import is_valid
 from memkit._time import to_datetime
@@ -162,7 +169,8 @@ def embed_names(plan: GraphPlan | None) -> Flow[None]:
 
 def apply_with_graph(batch: WriteBatch, plan: GraphPlan | None, events: Sequence[MemoryEvent],
                      ) -> Flow[tuple[Applied, GraphOutcome]]:
-    """The batch, and the graph writes in its transaction (or right after it)."""
+    """The batch, and the graph writes in its transaction (or right after it, the work
+    recorded in the outbox by the batch's transaction until it is done)."""
     empty = not writes(batch)
     if plan is None or plan.empty:
         applied = Applied() if empty else (yield from ask(transaction(batch)))
@@ -172,33 +180,64 @@ def apply_with_graph(batch: WriteBatch, plan: GraphPlan | None, events: Sequence
         result: tuple[Applied, GraphOutcome] = yield from ask(Transaction(
             key, _together(batch, plan, events)))
         return result
-    applied = Applied() if empty else (yield from ask(transaction(batch)))
-    outcome = yield from ask(Transaction(key, write_graph(batch, plan, events, applied)))
+    yield from repair_flow()
+    applied, work = yield from ask(Transaction(key, _recorded(batch, plan, events, key)))
+    outcome = yield from ask(Transaction(key, write_work(work, plan.vectors)))
+    yield from done_flow(work.id)
     return applied, outcome
+
+
+def _work(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent], applied: Applied,
+          key: str) -> GraphWork:
+    linked, updated, gone = targets(
+        batch, events, [(skipped, won.id) for skipped, won in applied.winners.items()])
+    return GraphWork(new_work_id(), key, plan.scope, plan.now, plan.settings.threshold,
+                     tuple(plan.entities), tuple(plan.relations), tuple(plan.named), linked,
+                     updated, gone)
 
 
 def _together(batch: WriteBatch, plan: GraphPlan,
               events: Sequence[MemoryEvent]) -> WriteFlow[tuple[Applied, GraphOutcome]]:
     applied = yield from apply_flow(batch)
-    outcome = yield from write_graph(batch, plan, events, applied)
+    outcome = yield from write_work(_work(batch, plan, events, applied, ""), plan.vectors)
     return applied, outcome
 
 
-def write_graph(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent],
-                applied: Applied) -> WriteFlow[GraphOutcome]:
+def _recorded(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent],
+              key: str) -> WriteFlow[tuple[Applied, GraphWork]]:
+    """The batch, and the graph work it leads to, pending in the history."""
+    applied = yield from apply_flow(batch)
+    work = _work(batch, plan, events, applied, key)
+    yield AppendHistory((work.row(),))
+    return applied, work
+
+
+def repair_flow() -> Flow[int]:
+    """Replay the graph work failed graph writes left pending, oldest first; how many."""
+    pending = yield from pending_flow()
+    for work in pending:
+        vectors: dict[str, list[float]] = {}
+        names = work.names
+        if names:
+            rows = yield from ask(Embed(tuple(names)))
+            vectors = {n: [float(x) for x in row] for n, row in zip(names, rows, strict=True)}
+        yield from ask(Transaction(work.key, write_work(work, vectors, replay=True)))
+        yield from done_flow(work.id)
+    return len(pending)
+
+
+def write_work(work: GraphWork, vectors: dict[str, list[float]],
+               replay: bool = False) -> WriteFlow[GraphOutcome]:
     """Resolve the names, close what the decisions replaced, record the mentions, and the
-    history of both."""
-    scope, now = plan.scope, plan.now
+    history of both. A ``replay`` does again only what an earlier try did not."""
+    scope, now, linked = work.scope, work.now, work.linked
     errors: list[OperationError] = []
-    written = [e.id for e in events if e.event in ("ADD", "UPDATE") and e.id not in applied.winners]
-    written += [w.id for w in applied.winners.values()]
-    linked = tuple(dict.fromkeys(written or [e.id for e in events if e.event == "NONE"]))
-    names = plan.names
-    vectors = [plan.vectors[n] for n in names] if plan.vectors else None
+    names = work.names
+    by_name = [vectors[n] for n in names] if vectors else None
     canonical: dict[str, str] = yield from ask_write(ResolveNames(
-        scope, names, vectors, plan.settings.threshold, linked))
+        scope, names, by_name, work.threshold, linked))
     relations: dict[tuple[str, str, str], NewRelation] = {}  # one mention per add
-    for r in plan.relations:
+    for r in work.relations:
         source, target = canonical.get(r.source, r.source), canonical.get(r.target, r.target)
         if entity_id(scope, source) == entity_id(scope, target):
             errors.append(OperationError(
@@ -209,31 +248,40 @@ def write_graph(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent
         relations.setdefault((entity_id(scope, source), r.type, entity_id(scope, target)),
                              NewRelation(source, r.type, target))
     closing: dict[str, Relation] = {}
-    updated = [e.id for e in events if e.event == "UPDATE"]
-    if updated:
+    closed: list[Relation] = []
+    if work.updated:
         stated = {(s, kind): t for s, kind, t in relations}
-        for old in (yield from ask_write(FindRelations(scope, memory_ids=updated))):
+        for old in (yield from ask_write(FindRelations(scope, memory_ids=list(work.updated),
+                                                       include_closed=replay))):
             target_id = stated.get((old.source_id, old.type))
             if target_id is not None and target_id != old.target_id:
-                closing[old.id] = old
-    gone = {e.id for e in events if e.event == "DELETE"} | set(batch.deletes)
-    if gone:
-        for old in (yield from ask_write(FindRelations(scope, memory_ids=sorted(gone)))):
+                _closing(old, now, closing, closed)
+    if work.gone:
+        gone = set(work.gone)
+        for old in (yield from ask_write(FindRelations(scope, memory_ids=sorted(gone),
+                                                       include_closed=replay))):
             if set(old.memory_ids) <= gone:
-                closing[old.id] = old
-    typed = [NewEntity(canonical.get(e.name, e.name), e.type) for e in plan.entities
+                _closing(old, now, closing, closed)
+    typed = [NewEntity(canonical.get(e.name, e.name), e.type) for e in work.entities
              if e.type != "unknown"]
     if typed:
         yield UpsertEntities(scope, typed, now)
-    closed = (yield from ask_write(CloseRelations(scope, list(closing), now))) if closing else []
-    mentions = [NewRelation(r.source, r.type, r.target, 1.0, linked) for r in relations.values()]
-    added = yield from ask_write(UpsertRelations(scope, mentions, now))
-    named = list(dict.fromkeys(canonical.get(n, n) for n in plan.named))
+    if closing:
+        closed += yield from ask_write(CloseRelations(scope, list(closing), now))
+    held: dict[tuple[str, str, str], Relation] = {}
+    if replay and linked:  # mentions an earlier try wrote are not counted again
+        held = {(r.source_id, r.type, r.target_id): r for r in (yield from ask_write(
+            FindRelations(scope, memory_ids=list(linked)))) if set(linked) <= set(r.memory_ids)}
+    mentions = [NewRelation(r.source, r.type, r.target, 1.0, linked)
+                for key, r in relations.items() if key not in held]
+    added = (yield from ask_write(UpsertRelations(scope, mentions, now))) if mentions else []
+    added += [held[key] for key in relations if key in held]
+    named = list(dict.fromkeys(canonical.get(n, n) for n in work.named))
     if named and linked:
         yield LinkMemories(scope, named, linked, now)
     new_names = [n for n in names if n not in canonical]
-    if vectors is not None and new_names:
-        yield SetNameVectors(scope, new_names, [plan.vectors[n] for n in new_names])
+    if vectors and new_names:
+        yield SetNameVectors(scope, new_names, [vectors[n] for n in new_names])
     found = (yield from ask_write(FindEntities(scope, names=new_names, limit=len(new_names)))
              ) if new_names else []
     created = list({e.id: e for e in found if e.created_at == now}.values())
@@ -243,6 +291,15 @@ def write_graph(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent
     if rows:
         yield AppendHistory(tuple(rows))
     return GraphOutcome(added, closed, errors, created)
+
+
+def _closing(old: Relation, now: str, closing: dict[str, Relation],
+             closed: list[Relation]) -> None:
+    """``old`` is to be closed at ``now``; a replay finds it closed then already."""
+    if old.valid_to is None:
+        closing[old.id] = old
+    elif old.valid_to == now:
+        closed.append(old)
 
 
 def graph_event(item: Relation | Entity, event: GraphEventName, now: str) -> HistoryRecord:
