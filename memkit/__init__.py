@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         MEMORY_TYPES,
         TASK_STATUSES,
         AddResult,
+        Change,
         ConsolidationCluster,
         ConsolidationResult,
         DeleteResult,
@@ -68,7 +69,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "Memory": "memkit._memory", "AsyncMemory": "memkit._async_memory",
     "MemoryConfig": "memkit._config",
-    "AddResult": "memkit._models", "HistoryList": "memkit._models", "HistoryRecord": "memkit._models",
+    "AddResult": "memkit._models", "Change": "memkit._models", "HistoryList": "memkit._models",
+    "HistoryRecord": "memkit._models",
     "DeleteResult": "memkit._models", "ExportedMemory": "memkit._models",
     "ConsolidationCluster": "memkit._models", "ConsolidationResult": "memkit._models",
     "MemoryStats": "memkit._models", "ReembedResult": "memkit._models",
@@ -87,7 +89,8 @@ _LAZY = {
 }
 
 __all__ = [
-    "MEMORY_TYPES", "TASK_STATUSES", "AddResult", "And", "AsyncMemory", "Condition", "ConfigError",
+    "MEMORY_TYPES", "TASK_STATUSES", "AddResult", "And", "AsyncMemory", "Change", "Condition",
+    "ConfigError",
     "ConflictError", "ConsolidationCluster", "ConsolidationResult",
     "DeleteResult", "EmbeddingError", "EntityGraph", "ExportedMemory", "Filter", "FilterError",
     "FolderWatch", "GraphEntity", "GraphError", "GraphRelation", "GraphStoreError", "HistoryList",

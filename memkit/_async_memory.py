@@ -8,9 +8,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any
 
+from memkit._changes import ChangeWatch
 from memkit._client import Client
 from memkit._models import (
     AddResult,
+    Change,
     ConsolidationResult,
     DeleteResult,
     EntityGraph,
@@ -181,6 +183,25 @@ class AsyncMemory(Client):
     async def history(self, memory_id: str) -> HistoryList:
         """See :meth:`Memory.history`."""
         return await self._runtime.arun(history_flow(memory_id))
+
+    async def changes(self, after: str | None = None, *, user_id: str | None = None,
+                      agent_id: str | None = None, run_id: str | None = None,
+                      limit: int = 100) -> list[Change]:
+        """See :meth:`Memory.changes`."""
+        return await self._runtime.arun(requests.changes(after, user_id, agent_id, run_id, limit))
+
+    def watch(self, after: str | None = None, *, user_id: str | None = None,
+              agent_id: str | None = None, run_id: str | None = None) -> ChangeWatch:
+        """The changes of a scope (every scope without one) as they commit, in this process
+        or another one sharing the history, each once, in commit order: those after
+        ``after`` (a :class:`~memkit.Change`'s ``position``), else those committed after
+        entering::
+
+            async with memory.watch(user_id="alice") as changes:
+                async for change in changes:
+                    print(change.event, change.memory_id, change.position)
+        """
+        return ChangeWatch(self._runtime, after, user_id, agent_id, run_id)
 
     async def versions(self, memory_id: str) -> list[MemoryItem]:
         """See :meth:`Memory.versions`."""

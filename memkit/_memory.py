@@ -7,9 +7,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any
 
+from memkit._changes import PollingWatch
 from memkit._client import Client
 from memkit._models import (
     AddResult,
+    Change,
     ConsolidationResult,
     DeleteResult,
     EntityGraph,
@@ -241,6 +243,29 @@ class Memory(Client):
     def history(self, memory_id: str) -> HistoryList:
         """Every change to a memory, oldest first (a list that prints as a table)."""
         return self._runtime.run(history_flow(memory_id))
+
+    def changes(self, after: str | None = None, *, user_id: str | None = None,
+                agent_id: str | None = None, run_id: str | None = None,
+                limit: int = 100) -> list[Change]:
+        """Up to ``limit`` changes to memories (``ADD``, ``UPDATE``, ``DELETE``, ``PURGE``) committed
+        after position ``after`` (from the oldest kept without it), by any process that
+        shares the history, in commit order; ``changes[-1].position`` reads on. Following
+        them as they commit: :meth:`watch`."""
+        return self._runtime.run(requests.changes(after, user_id, agent_id, run_id, limit))
+
+    def watch(self, after: str | None = None, *, user_id: str | None = None,
+              agent_id: str | None = None, run_id: str | None = None) -> PollingWatch:
+        """The changes of a scope (every scope without one) as they commit, in this process
+        or another one sharing the history, each once, in commit order: those after
+        ``after`` (a :class:`~memkit.Change`'s ``position``), else those committed after
+        entering. It reads the history every 0.2 s while it waits (``AsyncMemory.watch``
+        is woken by the history instead)::
+
+            with memory.watch(user_id="alice") as changes:
+                for change in changes:  # blocks until the next change
+                    print(change.event, change.memory_id, change.position)
+        """
+        return PollingWatch(self._runtime, after, user_id, agent_id, run_id)
 
     def versions(self, memory_id: str) -> list[MemoryItem]:
         """The version chain ``memory_id`` belongs to, oldest first: past versions (each

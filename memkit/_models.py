@@ -318,6 +318,15 @@ class HistoryRecord(ResultModel):
                         actor=self.actor_id)
 
 
+class Change(HistoryRecord):
+    """A memory's change (``ADD``, ``UPDATE``, ``DELETE``, or ``PURGE``: removed for good) as
+    the change feed gives it: its history record and its ``position`` in commit order
+    (``Memory.changes``, ``AsyncMemory.watch``)."""
+
+    #: where the feed resumes after this change: pass it back as ``after``
+    position: str
+
+
 class ConsolidationCluster(ResultModel):
     """Near-duplicates merged (or, in a dry run, to be merged) into ``keeper``."""
 

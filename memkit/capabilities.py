@@ -34,6 +34,9 @@ SURFACES: tuple[Surface, ...] = ("rest", "tool", "cli")
 _ALIAS = "mem0's name for a parameter the surface takes under memkit's name"
 _SCOPE_KEY = "REST binds the scope to the API key; one scope per request"
 _CALLBACK = "a Python callable; a remote caller cannot pass one"
+_REPLAY = "GET /v1/events with Last-Event-ID replays the changes after a position, then follows"
+_FEED_TOOL = "a feed of every change is for applications, not for a model's turn"
+_FEED_CLI = "follow the feed over REST (GET /v1/events) or in Python"
 _SERVER_FILES = "reads files on the server's machine; an operator's job, not a remote caller's"
 
 
@@ -113,6 +116,11 @@ CAPABILITIES: tuple[Capability, ...] = (
     _cap("purge", ("DELETE /v1/memories/",), None, "delete",
          absent={"tool": "removes records for good; not a model's decision"}),
     _cap("history", ("GET /v1/memories/{memory_id}/history/",), "memory_history", "history"),
+    _cap("changes", (), None, None,
+         absent={"rest": _REPLAY, "tool": _FEED_TOOL, "cli": _FEED_CLI}),
+    _cap("watch", ("GET /v1/events",), None, None,
+         absent={"tool": _FEED_TOOL, "cli": _FEED_CLI},
+         renamed={"after": {"rest": "last-event-id"}}),
     _cap("versions", ("GET /v1/memories/{memory_id}/versions/",), "memory_versions",
          "versions"),
     _cap("revert", ("POST /v1/memories/{memory_id}/history/{event_id}/revert/",),

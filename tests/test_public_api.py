@@ -10,7 +10,7 @@ import memkit
 
 EXPECTED = {
     "Memory", "AsyncMemory", "MemoryConfig", "AddResult", "MemoryEvent", "MemoryItem",
-    "SearchResult", "HistoryList", "HistoryRecord", "Usage", "OperationError", "MemkitError", "ScopeError",
+    "SearchResult", "HistoryList", "HistoryRecord", "Change", "Usage", "OperationError", "MemkitError", "ScopeError",
     "FilterError", "VectorStoreError", "LLMError", "EmbeddingError", "NotFoundError",
     "ConfigError", "Condition", "And", "Or", "Not", "Filter", "parse_filter", "__version__",
     "DeleteResult", "ExportedMemory", "ImportResult", "ConflictError", "MEMORY_TYPES",
@@ -53,7 +53,7 @@ def test_memory_and_async_memory_have_the_same_methods() -> None:
     names = ["add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "reset",
              "export", "import_", "versions", "supersede", "purge", "revert", "prune",
              "consolidate", "stats", "reembed", "index_folder", "watch_folder", "update_task",
-             "startup_context"]
+             "startup_context", "changes"]
     for name in names:
         sync, async_ = getattr(memkit.Memory, name), getattr(memkit.AsyncMemory, name)
         assert inspect.signature(sync) == inspect.signature(async_)

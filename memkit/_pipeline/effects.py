@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, cast
 
 from memkit._filters import Filter
-from memkit._models import HistoryRecord, SearchLogEntry
+from memkit._models import Change, HistoryRecord, SearchLogEntry
 from memkit.embeddings.base import Embedder, Matrix
 from memkit.graph.base import Entity, GraphScope, NewEntity, NewRelation, Relation, Subgraph
 from memkit.llms.base import LLMRequest, LLMResponse
@@ -121,6 +121,15 @@ class ReadHistory(Returns[list[HistoryRecord]]):
     """-> list[HistoryRecord]"""
 
     memory_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadChanges(Returns[list[Change]]):
+    """-> list[Change]: memory changes committed after ``after``, in commit order"""
+
+    after: str | None
+    scope: tuple[tuple[str, str], ...]
+    limit: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -478,7 +487,7 @@ GraphEffect: TypeAlias = (
 
 Effect: TypeAlias = (
     Complete | Embed | Search | KeywordSearch | Get | ListRecords | Project | Transaction[Any]
-    | ReadHistory
+    | ReadHistory | ReadChanges
     | ReadEvent | ResetStore | ResetHistory | ForgetHistory | DiscardEvents | ForgetScope | Scrub
     | NoteAccess | TakeAccesses
     | CountAdds | GraphEffect | Monotonic | LogSearch | ReadSearchLog

@@ -12,6 +12,7 @@ from typing import TypeVar
 from memkit._errors import ConflictError, InvalidArgument, NotFoundError
 from memkit._filters import Condition, Filter, Not, all_of
 from memkit._models import (
+    Change,
     DeleteResult,
     HistoryList,
     HistoryRecord,
@@ -24,6 +25,7 @@ from memkit._pipeline.effects import (
     Flow,
     Get,
     ListRecords,
+    ReadChanges,
     ReadEvent,
     ReadHistory,
     Scrub,
@@ -263,6 +265,17 @@ def history_flow(memory_id: str) -> Flow[HistoryList]:
         return HistoryList()
     records: list[HistoryRecord] = yield from ask(ReadHistory(checked))
     return HistoryList(records)
+
+
+def changes_flow(after: str | None, scope: Scope, limit: int) -> Flow[list[Change]]:
+    """The memory changes of ``scope`` committed after position ``after``, in commit order."""
+    if after is not None and (not isinstance(after, str) or not 0 < len(after) <= 100):
+        raise InvalidArgument(f"after must be a change's position or None, got {after!r}"[:300])
+    fields = tuple((name, value) for name, value in (
+        ("user_id", scope.user_id), ("agent_id", scope.agent_id), ("run_id", scope.run_id))
+        if value is not None)
+    changes: list[Change] = yield from ask(ReadChanges(after, fields, limit))
+    return changes
 
 
 def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:

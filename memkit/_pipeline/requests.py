@@ -17,6 +17,7 @@ from memkit._errors import ConfigError, InvalidArgument, MemkitError, ScopeError
 from memkit._filters import Condition, Filter, all_of, parse_filter
 from memkit._models import (
     AddResult,
+    Change,
     ConsolidationResult,
     DeleteResult,
     EntityGraph,
@@ -66,6 +67,7 @@ from memkit._pipeline.inputs import (
     timestamp_of,
 )
 from memkit._pipeline.memories import (
+    changes_flow,
     delete_all_flow,
     get_all_flow,
     supersede_flow,
@@ -375,6 +377,12 @@ def search_log(s: Settings, user_id: str | None, agent_id: str | None, run_id: s
                 limit: int) -> Flow[list[SearchLogEntry]]:
     scope = Scope.of(user_id, agent_id, run_id, required=False)
     return search_log_flow(scope, limit_or_top_k(limit, None, 100))
+
+
+def changes(after: str | None, user_id: str | None, agent_id: str | None, run_id: str | None,
+            limit: int) -> Flow[list[Change]]:
+    return changes_flow(after, Scope.of(user_id, agent_id, run_id, required=False),
+                        limit_or_top_k(limit, None, 100))
 
 
 def reembed(s: Settings, current: Embedder, embedder: Embedder, batch_size: int,

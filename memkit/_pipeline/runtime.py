@@ -54,6 +54,7 @@ from memkit._pipeline.effects import (
     OnShadow,
     OpenShadow,
     Project,
+    ReadChanges,
     ReadEvent,
     ReadHistory,
     ReadSearchLog,
@@ -251,6 +252,8 @@ def store_job(effect: Effect | WriteEffect, store: VectorStore, history: History
             return job(history.get, history.aget, memory_id)
         case ReadEvent(event_id):
             return job(history.event, history.aevent, event_id)
+        case ReadChanges(after, scope, limit):
+            return job(history.changes, history.achanges, after, dict(scope), limit)
         case LogSearch(entry):
             return job(history.log_searches, history.alog_searches, [entry])
         case ReadSearchLog(scope, limit):

@@ -5,9 +5,13 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING
 
-from memkit._models import HistoryRecord, SearchLogEntry
+from memkit._models import Change, HistoryRecord, SearchLogEntry
+
+if TYPE_CHECKING:
+    from memkit.history._feed import Beacon
 
 
 class HistoryStore(ABC):
@@ -85,6 +89,29 @@ class HistoryStore(ABC):
 
     async def asearches(self, scope: Mapping[str, str], limit: int) -> list[SearchLogEntry]:
         return await asyncio.to_thread(self.searches, scope, limit)
+
+    # -- the change feed: memories' ADD, UPDATE and DELETE records in commit order ----------
+    def changes(self, after: str | None, scope: Mapping[str, str], limit: int) -> list[Change]:
+        """Up to ``limit`` memory changes committed after position ``after`` (``None``: from
+        the oldest kept) within ``scope`` (every field given must match), in commit order."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
+
+    def head(self) -> str | None:
+        """The newest position (``None`` when the log is empty): ``changes(head())`` gives only
+        what commits later."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
+
+    def follow(self) -> AbstractAsyncContextManager[Beacon]:
+        """A beacon that rings, in this event loop, when a change may have committed (in any
+        process) after entering."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
+
+    async def achanges(self, after: str | None, scope: Mapping[str, str],
+                       limit: int) -> list[Change]:
+        return await asyncio.to_thread(self.changes, after, scope, limit)
+
+    async def ahead(self) -> str | None:
+        return await asyncio.to_thread(self.head)
 
     async def aadd(self, records: Sequence[HistoryRecord]) -> None:
         await asyncio.to_thread(self.add, records)

@@ -7,16 +7,17 @@ same DSN, these rows are written in the transaction that changes the memories.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from memkit._models import HistoryRecord, SearchLogEntry
+from memkit._models import Change, HistoryRecord, SearchLogEntry
 from memkit._postgres import (
     Op,
     PoolOwner,
@@ -34,6 +35,7 @@ from memkit._postgres import (
     upkeep,
 )
 from memkit._time import to_datetime
+from memkit.history._feed import FEED_EVENTS, Beacon, ChangeSignal, bad_position
 from memkit.history._locks import EVERY_KEY
 from memkit.history._searches import (
     insert_searches,
@@ -50,6 +52,9 @@ _COLUMNS = (
     "id", "memory_id", "event", "old_value", "new_value", "timestamp", "is_deleted",
     "user_id", "agent_id", "run_id", "actor_id", "role", "reverts",
 )
+#: a followed history also re-reads this often, for rows no notification announced
+FEED_BACKSTOP_SECONDS = 2.0
+_log = logging.getLogger(__name__)
 
 
 class PostgresHistory(PoolOwner, HistoryStore):
@@ -69,6 +74,9 @@ class PostgresHistory(PoolOwner, HistoryStore):
         self._ready = False
         self._pool: ConnectionPool[Any] | None = None
         self._apool: AsyncConnectionPool[Any] | None = None
+        #: ``NOTIFY``-ed by every write of records, delivered when it commits
+        self.channel = f"memkit_feed_{table}"
+        self._signal = ChangeSignal(self._watch)
 
     # -- connections ----------------------------------------------------
     def _sync_pool(self) -> ConnectionPool[Any]:
@@ -132,10 +140,15 @@ class PostgresHistory(PoolOwner, HistoryStore):
                 " memory_id text NOT NULL, event text NOT NULL, old_value text, new_value text,"
                 " timestamp timestamptz NOT NULL, is_deleted boolean NOT NULL DEFAULT FALSE,"
                 " user_id text, agent_id text, run_id text, actor_id text, role text,"
-                " reverts text)"
+                " reverts text, feed_xid xid8 NOT NULL DEFAULT pg_current_xact_id())"
             ).format(t=self._table)),
             Statement(sql.SQL(  # a log written before reverts existed
                 "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS reverts text").format(t=self._table)),
+            Statement(sql.SQL(  # a log written before the change feed
+                "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS feed_xid xid8 NOT NULL"
+                " DEFAULT pg_current_xact_id()").format(t=self._table)),
+            Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (feed_xid, seq)").format(
+                i=sql.Identifier(f"{self.table}_feed"), t=self._table)),
             Statement(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (id)").format(
                 i=sql.Identifier(f"{self.table}_id"), t=self._table)),
             Statement(sql.SQL(
@@ -171,6 +184,33 @@ class PostgresHistory(PoolOwner, HistoryStore):
                  for record in records],
                 many=True,
             )
+            yield Statement(sql.SQL("SELECT pg_notify({c}, '')").format(
+                c=sql.Literal(self.channel)))
+
+    def _changes_op(self, after: str | None, scope: Mapping[str, str],
+                    limit: int) -> Op[list[Change]]:
+        """Rows in ``(feed_xid, seq)`` order, of transactions older than every one still
+        running: a row can no longer appear before the newest position read."""
+        xid, seq = _position(after)
+        where, params = searches_where(scope)
+        rows = yield Statement(sql.SQL(
+            "SELECT feed_xid::text, seq, {cols} FROM {t}"
+            " WHERE (feed_xid, seq) > (%(xid)s::xid8, %(seq)s)"
+            " AND feed_xid < pg_snapshot_xmin(pg_current_snapshot())"
+            " AND event = ANY(%(events)s) AND {c} ORDER BY feed_xid, seq LIMIT %(limit)s"
+        ).format(cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)), t=self._table,
+                 c=sql.SQL(pyformat(where))),
+            {**params, "xid": str(xid), "seq": seq, "events": list(FEED_EVENTS),
+             "limit": limit})
+        return [Change(**_history(row[2:]).model_dump(), position=f"{row[0]}-{row[1]}")
+                for row in rows]
+
+    def _head_op(self) -> Op[str | None]:
+        rows = yield Statement(sql.SQL(
+            "SELECT feed_xid::text, seq FROM {t}"
+            " WHERE feed_xid < pg_snapshot_xmin(pg_current_snapshot())"
+            " ORDER BY feed_xid DESC, seq DESC LIMIT 1").format(t=self._table))
+        return f"{rows[0][0]}-{rows[0][1]}" if rows else None
 
     def _get_op(self, memory_id: str) -> Op[list[HistoryRecord]]:
         rows = yield Statement(
@@ -229,6 +269,44 @@ class PostgresHistory(PoolOwner, HistoryStore):
         self._ready = False
 
     # -- sync and async ---------------------------------------------------
+    def changes(self, after: str | None, scope: Mapping[str, str], limit: int) -> list[Change]:
+        return self._run(self._changes_op(after, scope, limit))
+
+    async def achanges(self, after: str | None, scope: Mapping[str, str],
+                       limit: int) -> list[Change]:
+        return await self._arun(self._changes_op(after, scope, limit))
+
+    def head(self) -> str | None:
+        return self._run(self._head_op())
+
+    async def ahead(self) -> str | None:
+        return await self._arun(self._head_op())
+
+    def follow(self) -> AbstractAsyncContextManager[Beacon]:
+        return self._signal.follow()
+
+    async def _watch(self, beacon: Beacon) -> None:
+        """``LISTEN`` on a connection of its own; rings on each notification and every
+        :data:`FEED_BACKSTOP_SECONDS`; while PostgreSQL cannot be reached, keeps ringing
+        (the followers' reads then report the outage) and connects again."""
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                        self.dsn, autocommit=True) as conn:
+                    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    beacon.ready.set()
+                    beacon.ring()  # what committed while not listening
+                    while True:
+                        async for _ in conn.notifies(timeout=FEED_BACKSTOP_SECONDS,
+                                                     stop_after=1):
+                            pass
+                        beacon.ring()
+            except psycopg.Error as exc:
+                _log.info("the change feed of %s cannot listen: %s", self.table, exc)
+                beacon.ready.set()
+                beacon.ring()
+                await asyncio.sleep(FEED_BACKSTOP_SECONDS)
+
     def add(self, records: Sequence[HistoryRecord]) -> None:
         self._run(self.insert_op(records))
 
@@ -287,6 +365,16 @@ class PostgresHistory(PoolOwner, HistoryStore):
 def _history(row: Sequence[Any]) -> HistoryRecord:
     values = dict(zip(_COLUMNS, row, strict=True))
     return HistoryRecord(**values | {"timestamp": to_datetime(values["timestamp"])})
+
+
+def _position(after: str | None) -> tuple[int, int]:
+    """``(feed_xid, seq)`` of a position ``"<xid>-<seq>"``; ``(0, 0)`` for ``None``."""
+    if after is None:
+        return 0, 0
+    xid, _, seq = after.partition("-")
+    if not all(part.isascii() and part.isdigit() and len(part) < 19 for part in (xid, seq)):
+        raise bad_position(after)
+    return int(xid), int(seq)
 
 
 def _lock_op(collection: str, key: str) -> Op[None]:

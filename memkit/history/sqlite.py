@@ -8,18 +8,20 @@ one transaction.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from typing import Any
 
 from memkit._errors import ConfigError
-from memkit._models import HistoryRecord, SearchLogEntry
+from memkit._models import Change, HistoryRecord, SearchLogEntry
 from memkit._time import to_datetime, to_iso
+from memkit.history._feed import FEED_EVENTS, Beacon, ChangeSignal, bad_position, polling
 from memkit.history._locks import FileLocks
 from memkit.history._searches import (
     insert_searches,
@@ -32,6 +34,8 @@ from memkit.history._searches import (
 from memkit.history.base import HistoryStore
 
 BUSY_TIMEOUT_SECONDS = 30.0
+#: how often a followed history's file is asked whether another connection committed
+FEED_POLL_SECONDS = 0.1
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
@@ -200,6 +204,7 @@ class SQLiteHistory(HistoryStore):
         self._locks = None if db.path == ":memory:" else FileLocks(db.path)
         self._table = check_identifier(table, "history table name")
         self._owns_connection = owns_connection
+        self._signal = ChangeSignal(self._watch)
         with db.write() as conn:
             conn.execute(
                 f'CREATE TABLE IF NOT EXISTS "{table}" ('
@@ -306,6 +311,48 @@ class SQLiteHistory(HistoryStore):
         query, params = select_searches(self._table, scope, limit)
         with self._db.snapshot() as conn:
             return [search_entry(row) for row in conn.execute(query, params).fetchall()]
+
+    def changes(self, after: str | None, scope: Mapping[str, str], limit: int) -> list[Change]:
+        """A position is the row's ``seq``: rows are numbered as their write transactions,
+        which the file's write lock runs one at a time, commit."""
+        if after is not None and not (after.isascii() and after.isdigit() and len(after) < 19):
+            raise bad_position(after)
+        where, params = searches_where(scope)
+        events = ", ".join(f"'{event}'" for event in FEED_EVENTS)
+        with self._db.snapshot() as conn:
+            rows = conn.execute(
+                f'SELECT seq, {", ".join(_COLUMNS)} FROM "{self._table}" WHERE seq > :after'
+                f" AND event IN ({events}) AND {where} ORDER BY seq LIMIT :limit",
+                {**params, "after": int(after or 0), "limit": limit}).fetchall()
+        return [Change(**_from_row(row[1:]).model_dump(), position=str(row[0])) for row in rows]
+
+    def head(self) -> str | None:
+        with self._db.snapshot() as conn:
+            (seq,) = conn.execute(f'SELECT max(seq) FROM "{self._table}"').fetchone()
+        return None if seq is None else str(seq)
+
+    def follow(self) -> AbstractAsyncContextManager[Beacon]:
+        return self._signal.follow()
+
+    async def _watch(self, beacon: Beacon) -> None:
+        """Polls ``PRAGMA data_version`` on a connection of its own, which moves whenever any
+        other connection, of any process, commits (in memory: this connection's count)."""
+        if self._db.path == ":memory:":
+            db = self._db
+
+            def changed() -> int:
+                with db.lock:
+                    return db.conn.total_changes
+
+            await polling(changed, FEED_POLL_SECONDS)(beacon)
+            return
+        probe = await asyncio.to_thread(sqlite3.connect, self._db.path,
+                                        check_same_thread=False)
+
+        def version() -> int:
+            return int(probe.execute("PRAGMA data_version").fetchone()[0])
+
+        await polling(version, FEED_POLL_SECONDS, probe.close)(beacon)
 
     def close(self) -> None:
         if self._owns_connection:

@@ -1,20 +1,38 @@
-"""The change feed: handlers publish their changes; a subscriber gets what its key may see."""
+"""The change feed: the history's memory changes, from every process that shares it, and the
+summaries of consolidations run by this server process.
+
+A stream reads the changes from the history (:meth:`AsyncMemory.watch`) in commit order, so
+every server process, and any other process writing the same memory, feeds every stream;
+each event's SSE ``id`` is its position, from which ``Last-Event-ID`` resumes. What is
+not in the history, ``consolidation_complete`` and ``entity_created``, the process that
+made it hands to its own streams (a consolidation's summary after the deletions it sums up).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from memkit._models import ConsolidationResult, GraphEntity
+from memkit import AsyncMemory, Change, MemkitError
+from memkit._models import AddResult, ConsolidationResult, GraphEntity
 from memkit._time import to_iso, utcnow
 from memkit.server._auth import Grant
 
 EventType = Literal["memory_created", "memory_updated", "memory_deleted",
                     "consolidation_complete", "entity_created"]
+_TYPES: dict[str, EventType] = {"ADD": "memory_created", "UPDATE": "memory_updated",
+                                "DELETE": "memory_deleted", "PURGE": "memory_deleted"}
+#: how long an event of this process waits for the changes it follows before it goes anyway
+#: (they may have committed before the stream started)
+HOLD_SECONDS = 5.0
+#: how many delivered changes a stream remembers, to release the events that follow them
+_REMEMBERED = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,45 +45,57 @@ class ChangeEvent:
     memory: str | None = None
     timestamp: str = field(default_factory=lambda: to_iso(utcnow()))
     details: dict[str, Any] | None = None
+    #: the SSE ``id``: the change's position in the history (summaries have none)
+    position: str | None = None
+    #: the changes (type, memory id) this event follows on a stream
+    follows: frozenset[tuple[EventType, str]] = frozenset()
 
     @classmethod
-    def of(cls, type: EventType, id: str, scope: Mapping[str, str | None],
-           memory: str | None = None) -> ChangeEvent:
-        return cls(type, id, scope.get("user_id"), scope.get("agent_id"), scope.get("run_id"),
-                   memory)
+    def of_change(cls, change: Change) -> ChangeEvent:
+        kept = change.event in ("ADD", "UPDATE")
+        return cls(_TYPES[change.event], change.memory_id, change.user_id, change.agent_id,
+                   change.run_id, change.new_value if kept else None,
+                   to_iso(change.timestamp),
+                   {"purged": True} if change.event == "PURGE" else None, change.position)
 
     def scope(self) -> dict[str, str | None]:
         return {"user_id": self.user_id, "agent_id": self.agent_id, "run_id": self.run_id}
 
     def sse(self) -> str:
-        data = {k: v for k, v in asdict(self).items() if k not in ("type", "details")}
-        return f"event: {self.type}\ndata: {json.dumps(data | (self.details or {}))}\n\n"
+        data = {k: v for k, v in asdict(self).items()
+                if k not in ("type", "details", "position", "follows")}
+        line = "" if self.position is None else f"id: {self.position}\n"
+        return f"event: {self.type}\n{line}data: {json.dumps(data | (self.details or {}))}\n\n"
 
 
-def entity_events(entities: Iterable[GraphEntity]) -> list[ChangeEvent]:
-    """An ``entity_created`` per entity the graph created: its id, name, type and scope."""
+def entity_events(entities: Iterable[GraphEntity],
+                  after: AddResult | None = None) -> list[ChangeEvent]:
+    """An ``entity_created`` per entity the graph created: its id, name, type and scope;
+    on a stream after the memory changes of the add ``after`` that created them."""
+    follows = frozenset() if after is None else frozenset(
+        (_TYPES[e.event], e.id) for e in after.results if e.event in _TYPES)
     return [ChangeEvent("entity_created", e.id, e.user_id, e.agent_id, e.run_id,
-                        details={"name": e.name, "type": e.type}) for e in entities]
+                        details={"name": e.name, "type": e.type}, follows=follows)
+            for e in entities]
 
 
 def consolidation_events(report: ConsolidationResult,
                          scope: Mapping[str, str | None]) -> list[ChangeEvent]:
-    """A ``memory_deleted`` per merged memory (it ended), then ``consolidation_complete``
-    once per scope that had clusters (the scope asked for when none had): how many
-    memories were examined, its clusters, and each keeper with the ids merged into it."""
+    """``consolidation_complete`` once per scope that had clusters (the scope asked for when
+    none had): how many memories were examined, its clusters, and each keeper with the ids
+    merged into it. Each follows its merged memories' deletions on the feed."""
     scopes: dict[tuple[str | None, str | None, str | None], list[Any]] = {}
     for cluster in report.clusters:
         keeper = cluster.keeper
         scopes.setdefault((keeper.user_id, keeper.agent_id, keeper.run_id), []).append(cluster)
     if not scopes:
         scopes[(scope.get("user_id"), scope.get("agent_id"), scope.get("run_id"))] = []
-    ended = [ChangeEvent("memory_deleted", m.id, m.user_id, m.agent_id, m.run_id)
-             for c in report.clusters for m in c.merged]
-    return [*ended, *(ChangeEvent(
+    return [ChangeEvent(
         "consolidation_complete", str(uuid.uuid4()), user, agent, run, details={
             "examined": report.examined, "clusters": len(clusters),
-            "merged": {c.keeper.id: [m.id for m in c.merged] for c in clusters}})
-        for (user, agent, run), clusters in scopes.items())]
+            "merged": {c.keeper.id: [m.id for m in c.merged] for c in clusters}},
+        follows=frozenset(("memory_deleted", m.id) for c in clusters for m in c.merged))
+        for (user, agent, run), clusters in scopes.items()]
 
 
 @dataclass(eq=False, slots=True)
@@ -80,8 +110,9 @@ class _Subscriber:
 
 
 class Broadcaster:
-    """In-process fan-out. A subscriber that falls ``backlog`` events behind is dropped
-    (its stream ends) rather than slowing the handlers down."""
+    """The streams of this process, and the summaries handed to them. A stream that falls
+    ``backlog`` summaries behind ends (its client reconnects) rather than slowing the
+    handlers down."""
 
     def __init__(self, backlog: int = 1000) -> None:
         self.backlog = backlog
@@ -108,24 +139,57 @@ class Broadcaster:
                 except asyncio.QueueFull:
                     sub.queue.get_nowait()
 
-    async def stream(
-        self, grant: Grant, narrow: dict[str, str], keepalive: float = 15.0
-    ) -> AsyncIterator[str]:
-        """Server-Sent Events text: a ``connected`` comment first, then the events."""
-        sub = _Subscriber(grant, narrow, asyncio.Queue(self.backlog))
+    async def stream(self, memory: AsyncMemory, grant: Grant, scope: dict[str, str],
+                     after: str | None, keepalive: float = 15.0) -> AsyncIterator[str]:
+        """Server-Sent Events text: a ``connected`` comment once following, then the events
+        of ``scope`` (the grant's binding included) after position ``after`` (else from
+        now), and a keep-alive comment every ``keepalive`` seconds of silence."""
+        sub = _Subscriber(grant, scope, asyncio.Queue(self.backlog))
         self._subscribers.add(sub)
+        delivered: deque[tuple[EventType, str]] = deque(maxlen=_REMEMBERED)
+        held: list[tuple[float, ChangeEvent]] = []
         try:
-            yield ": connected\n\n"
-            while True:
+            async with memory.watch(after, **scope) as changes:
+                yield ": connected\n\n"
+                next_change = asyncio.ensure_future(changes.__anext__())
+                next_local = asyncio.ensure_future(sub.queue.get())
+                quiet_since = time.monotonic()
                 try:
-                    event = await asyncio.wait_for(sub.queue.get(), keepalive)
-                except TimeoutError:
-                    yield ": keepalive\n\n"
-                    continue
-                if event is None:
-                    return
-                yield event.sse()
-                if sub not in self._subscribers and sub.queue.empty():
-                    return  # dropped for falling behind
+                    while True:
+                        now = time.monotonic()
+                        deadlines = [quiet_since + keepalive, *(t + HOLD_SECONDS for t, _ in held)]
+                        done, _ = await asyncio.wait(
+                            {next_change, next_local}, timeout=max(0.0, min(deadlines) - now),
+                            return_when=asyncio.FIRST_COMPLETED)
+                        out: list[ChangeEvent] = []
+                        if next_change in done:
+                            try:
+                                change = next_change.result()
+                            except MemkitError:
+                                return  # the history cannot be read: the client reconnects
+                            next_change = asyncio.ensure_future(changes.__anext__())
+                            out.append(ChangeEvent.of_change(change))
+                            delivered.append((out[-1].type, change.memory_id))
+                        if next_local in done:
+                            local = next_local.result()
+                            if local is None:
+                                return
+                            next_local = asyncio.ensure_future(sub.queue.get())
+                            held.append((time.monotonic(), local))
+                        while held and (held[0][1].follows.issubset(delivered)
+                                        or held[0][0] + HOLD_SECONDS <= time.monotonic()):
+                            out.append(held.pop(0)[1])
+                        for event in out:
+                            yield event.sse()
+                        if out:
+                            quiet_since = time.monotonic()
+                        elif time.monotonic() >= quiet_since + keepalive:
+                            yield ": keepalive\n\n"
+                            quiet_since = time.monotonic()
+                        if sub not in self._subscribers and sub.queue.empty() and not held:
+                            return  # dropped for falling behind
+                finally:
+                    next_change.cancel()
+                    next_local.cancel()
         finally:
             self._subscribers.discard(sub)

@@ -11,8 +11,8 @@ from pydantic import Field
 from memkit import ConsolidationResult, DeleteResult, MemoryStats, SearchLogEntry
 from memkit.server._auth import scope_for
 from memkit.server._errors import ERROR_RESPONSES
-from memkit.server._events import ChangeEvent, consolidation_events
-from memkit.server._routes import Auth, Feed, Mem, filters_param, item_scope, visible
+from memkit.server._events import consolidation_events
+from memkit.server._routes import Auth, Feed, Mem, filters_param, visible
 from memkit.server._schemas import RequestBody
 
 lifecycle_router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES, tags=["lifecycle"])
@@ -77,16 +77,12 @@ async def consolidate(body: ConsolidateBody, grant: Auth, mem: Mem,
 
 @lifecycle_router.post("/prune/", response_model=DeleteResult,
                        summary="Forget memories of low confidence")
-async def prune(body: PruneBody, grant: Auth, mem: Mem, feed: Feed) -> DeleteResult:
+async def prune(body: PruneBody, grant: Auth, mem: Mem) -> DeleteResult:
     """Memories whose confidence is below ``below`` end as a delete ends them (``dry_run``,
     the default, only lists them); a ``memory_deleted`` event follows each."""
     scope: dict[str, Any] = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id,
                                       run_id=body.run_id)
-    report = await mem.prune(body.below, dry_run=body.dry_run, filters=body.filters, **scope)
-    if not body.dry_run:
-        feed.publish(ChangeEvent.of("memory_deleted", e.id, item_scope(e))
-                     for e in report.results)
-    return report
+    return await mem.prune(body.below, dry_run=body.dry_run, filters=body.filters, **scope)
 
 
 @lifecycle_router.post("/memories/{memory_id}/feedback/", response_model=FeedbackAck,

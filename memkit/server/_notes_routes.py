@@ -11,8 +11,7 @@ from pydantic import Field
 from memkit import IndexResult, MemoryItem, SearchResult, StartupContext
 from memkit.server._auth import ScopeForbidden, scope_for
 from memkit.server._errors import ERROR_RESPONSES
-from memkit.server._events import ChangeEvent
-from memkit.server._routes import Auth, Feed, Mem, visible
+from memkit.server._routes import Auth, Mem, visible
 from memkit.server._schemas import RequestBody
 
 notes_router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES, tags=["notes and tasks"])
@@ -46,14 +45,9 @@ async def list_tasks(grant: Auth, mem: Mem, user_id: Id = None, agent_id: Id = N
 
 
 @notes_router.put("/tasks/{memory_id}/", response_model=MemoryItem, summary="Set a task's status")
-async def update_task(memory_id: str, body: TaskBody, grant: Auth, mem: Mem,
-                      feed: Feed) -> MemoryItem:
+async def update_task(memory_id: str, body: TaskBody, grant: Auth, mem: Mem) -> MemoryItem:
     await visible(mem, grant, memory_id)
-    item = await mem.update_task(memory_id, status=body.status)
-    feed.publish([ChangeEvent.of("memory_updated", item.id, {
-        "user_id": item.user_id, "agent_id": item.agent_id, "run_id": item.run_id},
-        memory=item.memory)])
-    return item
+    return await mem.update_task(memory_id, status=body.status)
 
 
 @notes_router.get("/startup/", response_model=StartupContext,

@@ -7,7 +7,7 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
@@ -25,13 +25,7 @@ from memkit import (
 from memkit._net import is_loopback
 from memkit.server._auth import LOCAL_GRANT, Grant, ScopeForbidden, find_grant, scope_for
 from memkit.server._errors import ERROR_RESPONSES, AuthError
-from memkit.server._events import (
-    Broadcaster,
-    ChangeEvent,
-    EventType,
-    consolidation_events,
-    entity_events,
-)
+from memkit.server._events import Broadcaster, consolidation_events, entity_events
 from memkit.server._schemas import (
     ENTITY_FILTER,
     AddBody,
@@ -44,8 +38,6 @@ from memkit.server._schemas import (
 )
 
 router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES)
-_CHANGES: dict[str, EventType] = {
-    "ADD": "memory_created", "UPDATE": "memory_updated", "DELETE": "memory_deleted"}
 
 
 def filters_param(raw: str | None) -> dict[str, Any] | None:
@@ -143,10 +135,7 @@ async def add_memories(body: AddBody, grant: Auth, mem: Mem, feed: Feed) -> AddR
                            surface=body.surface, entities=body.entities)
     if body.dry_run:
         return result
-    feed.publish(ChangeEvent.of(_CHANGES[ev.event], ev.id, item_scope(ev),
-                                **({} if ev.event == "DELETE" else {"memory": ev.memory}))
-                 for ev in result.results if ev.event in _CHANGES)
-    feed.publish(entity_events(result.entities))
+    feed.publish(entity_events(result.entities, after=result))
     if result.consolidation is not None:  # lifecycle.consolidate_every
         feed.publish(consolidation_events(result.consolidation, scope))
     return result
@@ -180,7 +169,7 @@ async def list_memories(
 
 @router.delete("/memories/", response_model=Deleted, summary="Delete a scope's memories")
 async def delete_all_memories(
-    grant: Auth, mem: Mem, feed: Feed,
+    grant: Auth, mem: Mem,
     user_id: Annotated[str | None, Query(min_length=1)] = None,
     agent_id: Annotated[str | None, Query(min_length=1)] = None,
     run_id: Annotated[str | None, Query(min_length=1)] = None,
@@ -195,7 +184,6 @@ async def delete_all_memories(
     if purge:
         return Deleted(deleted=await mem.purge(**scope, filters=parsed, actor_id=actor_id))
     deleted = await mem.delete_all(**scope, filters=parsed)
-    feed.publish(ChangeEvent.of("memory_deleted", e.id, item_scope(e)) for e in deleted.results)
     return Deleted(deleted=deleted.count)
 
 
@@ -263,29 +251,26 @@ async def get_memory(
 
 
 @router.put("/memories/{memory_id}/", response_model=MemoryItem, summary="Update a memory")
-async def update_memory(memory_id: str, body: UpdateBody, grant: Auth, mem: Mem, feed: Feed) -> MemoryItem:
+async def update_memory(memory_id: str, body: UpdateBody, grant: Auth, mem: Mem) -> MemoryItem:
     await visible(mem, grant, memory_id)
     item = await mem.update(memory_id, body.text, metadata=body.metadata,
                             expires_at=body.expires_at, memory_type=body.memory_type,
                             importance=body.importance, confidence=body.confidence,
                             surface=body.surface)
-    feed.publish([ChangeEvent.of("memory_updated", item.id, item_scope(item),
-                              memory=item.memory)])
     return item
 
 
 @router.delete("/memories/{memory_id}/", response_model=Deleted, summary="Delete a memory")
 async def delete_memory(
-    memory_id: str, grant: Auth, mem: Mem, feed: Feed,
+    memory_id: str, grant: Auth, mem: Mem,
     hard: Annotated[bool, Query(description="Remove it and its past versions for good")] = False,
     actor_id: Annotated[str | None, Query(min_length=1, description=(
         "Who deleted it, kept on the history row"))] = None,
 ) -> Deleted:
     """Ends the memory's validity (``as_of`` reads still see it); ``hard`` removes it and
     its past versions, also once it is no longer valid (deleted, expired or replaced)."""
-    item = await (in_chain(mem, grant, memory_id) if hard else visible(mem, grant, memory_id))
+    await (in_chain(mem, grant, memory_id) if hard else visible(mem, grant, memory_id))
     await mem.delete(memory_id, hard=hard, actor_id=actor_id)
-    feed.publish([ChangeEvent.of("memory_deleted", item.id, item_scope(item))])
     return Deleted(deleted=1)
 
 
@@ -304,17 +289,13 @@ async def memory_history(memory_id: str, grant: Auth, mem: Mem) -> list[HistoryR
 
 @router.post("/memories/{memory_id}/supersede/", response_model=MemoryItem,
              summary="Replace a memory by a new one")
-async def supersede_memory(memory_id: str, body: SupersedeBody, grant: Auth, mem: Mem,
-                           feed: Feed) -> MemoryItem:
+async def supersede_memory(memory_id: str, body: SupersedeBody, grant: Auth,
+                           mem: Mem) -> MemoryItem:
     """A new memory (new id) replaces this one, which stays as a past version; 409 if this
     version was already superseded."""
-    old = await in_chain(mem, grant, memory_id)  # a superseded version is 409, not 404
-    item = await mem.supersede(memory_id, body.text, metadata=body.metadata,
+    await in_chain(mem, grant, memory_id)  # a superseded version is 409, not 404
+    return await mem.supersede(memory_id, body.text, metadata=body.metadata,
                                expires_at=body.expires_at)
-    feed.publish([ChangeEvent.of("memory_deleted", old.id, item_scope(old)),
-                  ChangeEvent.of("memory_created", item.id, item_scope(item),
-                                 memory=item.memory)])
-    return item
 
 @router.get("/memories/{memory_id}/versions/", response_model=list[MemoryItem],
             summary="A memory's version chain")
@@ -329,8 +310,8 @@ async def memory_versions(memory_id: str, grant: Auth, mem: Mem) -> list[MemoryI
 
 @router.post("/memories/{memory_id}/history/{event_id}/revert/", response_model=HistoryRecord,
              summary="Undo one change")
-async def revert_event(memory_id: str, event_id: str, grant: Auth, mem: Mem,
-                       feed: Feed) -> HistoryRecord:
+async def revert_event(memory_id: str, event_id: str, grant: Auth,
+                       mem: Mem) -> HistoryRecord:
     """Undo one ADD, UPDATE or DELETE of the memory's history; 409 if it was already
     reverted or the memory changed since."""
     rows = await mem.history(memory_id)
@@ -338,11 +319,7 @@ async def revert_event(memory_id: str, event_id: str, grant: Auth, mem: Mem,
         raise NotFoundError(f"memory {memory_id!r} has no event {event_id!r}")
     if not grant.can_see(item_scope(rows[-1])):
         raise ScopeForbidden("this memory is outside the API key's scope")
-    undo = await mem.revert(event_id)
-    kind: EventType = ("memory_deleted" if undo.event == "DELETE" else
-                       "memory_created" if undo.event == "ADD" else "memory_updated")
-    feed.publish([ChangeEvent.of(kind, memory_id, item_scope(undo), memory=undo.new_value)])
-    return undo
+    return await mem.revert(event_id)
 
 @router.post("/reset/", summary="Delete every memory and all history (admin keys only)")
 async def reset(grant: Auth, mem: Mem) -> dict[str, bool]:
@@ -359,13 +336,20 @@ async def reset(grant: Auth, mem: Mem) -> dict[str, bool]:
                                             "memory_deleted / consolidation_complete / "
                                             "entity_created events"}})
 async def events(
-    grant: Auth, feed: Feed,
+    grant: Auth, mem: Mem, feed: Feed,
     user_id: Annotated[str | None, Query(min_length=1)] = None,
     agent_id: Annotated[str | None, Query(min_length=1)] = None,
     run_id: Annotated[str | None, Query(min_length=1)] = None,
+    last_event_id: Annotated[str | None, Header(description=(
+        "Resume after this event (the `id` of the last event received)"))] = None,
 ) -> StreamingResponse:
-    """Each change the key may see (optionally narrowed to a scope), as it happens."""
+    """Each change the key may see (optionally narrowed to a scope), made through any
+    server process or by any other process on the same memory, in commit order; with
+    ``Last-Event-ID``, from the change after that one."""
     scope: dict[str, Any] = scope_for(grant, user_id=user_id, agent_id=agent_id, run_id=run_id)
     narrow = {k: v for k, v in scope.items() if v is not None}
-    return StreamingResponse(feed.stream(grant, narrow), media_type="text/event-stream",
+    if last_event_id is not None:
+        await mem.changes(last_event_id, limit=1, **narrow)  # a bad id is a 400 before the stream
+    return StreamingResponse(feed.stream(mem, grant, narrow, last_event_id),
+                             media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

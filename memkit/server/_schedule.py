@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memkit import AsyncMemory, ConfigError
-from memkit.server._events import Broadcaster, ChangeEvent, consolidation_events
+from memkit.server._events import Broadcaster, consolidation_events
 
 log = logging.getLogger("memkit.server")
 
@@ -135,9 +135,7 @@ class Scheduler:
 
     async def _prune(self) -> tuple[bool, str]:
         below = self.schedule.prune_below
-        report = await self.memory.prune(below, dry_run=False)
-        self.feed.publish(ChangeEvent("memory_deleted", e.id, e.user_id, e.agent_id, e.run_id)
-                          for e in report.results)
+        report = await self.memory.prune(below, dry_run=False)  # on the feed from the history
         return bool(report.results), (f"{len(report.results)} memories below confidence "
                                       f"{below:g} forgotten")
 

@@ -12,8 +12,9 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -105,3 +106,56 @@ def serving_workers(config: dict[str, Any], workers: int = 2,
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(10)
+
+
+class EventStream:
+    """``GET /v1/events`` read in a thread: each event as ``{"type", "id", **data}``."""
+
+    def __init__(self, client: httpx.Client, last_event_id: str | None = None,
+                 params: dict[str, str] | None = None) -> None:
+        headers = {} if last_event_id is None else {"Last-Event-ID": last_event_id}
+        self._client = client
+        self._stream = client.stream("GET", "/v1/events", headers=headers, params=params)
+        self.response = self._stream.__enter__()
+        assert self.response.status_code == 200, self.response.read()
+        self.events: list[dict[str, Any]] = []
+        self._changed = threading.Condition()
+        self._connected = False
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+        self._wait(lambda: self._connected, "the stream to open")
+
+    def _read(self) -> None:
+        kind, event_id = "", None
+        try:
+            for line in self.response.iter_lines():
+                with self._changed:
+                    if line == ": connected":
+                        self._connected = True
+                    elif line.startswith("event: "):
+                        kind = line[len("event: "):]
+                    elif line.startswith("id: "):
+                        event_id = line[len("id: "):]
+                    elif line.startswith("data: "):
+                        data = json.loads(line[len("data: "):])
+                        self.events.append({**data, "type": kind, "event_id": event_id})
+                        kind, event_id = "", None
+                    self._changed.notify_all()
+        except httpx.HTTPError:
+            pass  # closed by the test
+
+    def _wait(self, done: Callable[[], bool], what: str) -> None:
+        with self._changed:
+            assert self._changed.wait_for(done, PATIENCE), f"waited {PATIENCE} s for {what}"
+
+    def until(self, memory: str) -> list[dict[str, Any]]:
+        """Every event so far, once an event carrying ``memory`` (its text) arrived."""
+        self._wait(lambda: any(e.get("memory") == memory for e in self.events),
+                   f"an event with {memory!r}")
+        with self._changed:
+            return list(self.events)
+
+    def close(self) -> None:
+        self._stream.__exit__(None, None, None)
+        self._client.close()
+        self._thread.join(PATIENCE)

@@ -1,0 +1,129 @@
+"""The change feed across processes: a stream on one worker of ``memkit serve --workers 2``
+sees what the other worker and a separate Python process write, in commit order, each
+change once; ``Last-Event-ID`` resumes with exactly the changes missed; a key bound to a
+scope sees that scope only. On the embedded default (SQLite) and on pgvector with the
+history in PostgreSQL (LISTEN/NOTIFY).
+
+Each write is acknowledged before the next one starts, so commit order is the order the
+test writes in. Waits are for events, with a generous limit (tests/server/workers.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import unique_name
+from tests.server.workers import PATIENCE, EventStream, Workers, script_env, serving_workers
+
+pytestmark = pytest.mark.slow  # servers and scripts run as subprocesses
+
+#: another program on the same memory: no server, just ``Memory`` over the same config
+SCRIPT = """
+import json, os, sys
+from memkit import Memory
+memory = Memory(json.loads(os.environ["MEMKIT_CONFIG"]))
+for user, text in json.loads(sys.argv[1]):
+    memory.add(text, user_id=user, infer=False)
+memory.close()
+"""
+
+
+def _script_adds(config: dict[str, Any], adds: list[tuple[str, str]]) -> None:
+    done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(adds)], env=script_env(config),
+                          capture_output=True, text=True, timeout=4 * PATIENCE)
+    assert done.returncode == 0, done.stderr
+
+
+def _add(server: Workers, key: str, worker: str, text: str) -> str:
+    client, _ = server.client(key, worker)
+    try:
+        added = client.post("/v1/memories/", json={"messages": text, "infer": False})
+    finally:
+        client.close()
+    assert added.status_code == 200, added.text
+    return str(added.json()["results"][0]["id"])
+
+
+def _changed(server: Workers, key: str, worker: str, method: str, memory_id: str,
+             text: str | None = None) -> None:
+    client, _ = server.client(key, worker)
+    try:
+        done = client.request(method, f"/v1/memories/{memory_id}/",
+                              json=None if text is None else {"text": text})
+    finally:
+        client.close()
+    assert done.status_code == 200, done.text
+
+
+def _feed_across_workers_and_a_script(config: dict[str, Any]) -> None:
+    tag = uuid.uuid4().hex[:8]
+
+    def text(what: str) -> str:
+        return f"{what} {tag}"
+
+    with serving_workers(config) as server:
+        one, two = server.instances()
+        alice = EventStream(server.client("alice-key", one)[0])
+        admin = EventStream(server.client("admin-key", two)[0])
+        first = _add(server, "alice-key", two, text("alice via the other worker"))
+        _add(server, "bob-key", one, text("bob via the streaming worker"))
+        _script_adds(config, [("alice", text("alice by a script")),
+                              ("bob", text("bob by a script"))])
+        _changed(server, "alice-key", one, "PUT", first, text("alice edited"))
+        _changed(server, "alice-key", two, "DELETE", first)
+        _add(server, "alice-key", one, text("alice last"))
+
+        seen = alice.until(text("alice last"))
+        assert [(e["type"], e["memory"]) for e in seen] == [
+            ("memory_created", text("alice via the other worker")),
+            ("memory_created", text("alice by a script")),
+            ("memory_updated", text("alice edited")),
+            ("memory_deleted", None),
+            ("memory_created", text("alice last"))]
+        assert seen[3]["id"] == first and {e["user_id"] for e in seen} == {"alice"}
+        assert len({e["event_id"] for e in seen}) == len(seen)
+        everything = admin.until(text("alice last"))
+        assert [(e["user_id"], e["memory"]) for e in everything if e["type"] == "memory_created"
+                ] == [("alice", text("alice via the other worker")),
+                      ("bob", text("bob via the streaming worker")),
+                      ("alice", text("alice by a script")), ("bob", text("bob by a script")),
+                      ("alice", text("alice last"))]
+        admin.close()
+
+        alice.close()  # what is written while the client is away, it gets on reconnecting
+        _add(server, "alice-key", two, text("alice missed 1"))
+        _add(server, "bob-key", two, text("bob meanwhile"))
+        _add(server, "alice-key", one, text("alice missed 2"))
+        back = EventStream(server.client("alice-key", two)[0], last_event_id=seen[-1]["event_id"])
+        _add(server, "alice-key", one, text("alice after reconnecting"))
+        resumed = back.until(text("alice after reconnecting"))
+        back.close()
+        assert [(e["type"], e["memory"]) for e in resumed] == [
+            ("memory_created", text("alice missed 1")), ("memory_created", text("alice missed 2")),
+            ("memory_created", text("alice after reconnecting"))]
+
+        client, _ = server.client("alice-key")
+        wrong = client.get("/v1/events", headers={"Last-Event-ID": "not-a-position"})
+        client.close()
+        assert wrong.status_code == 400 and "position" in wrong.json()["error"]["message"]
+
+
+def test_feed_across_workers_on_sqlite(tmp_path: Path) -> None:
+    _feed_across_workers_and_a_script({
+        "vector_store": {"provider": "sqlite", "config": {"path": str(tmp_path / "m.db")}},
+        "embedder": {"provider": "hash"}})
+
+
+def test_feed_across_workers_on_pgvector(pg_dsn: str) -> None:
+    name = unique_name("feed")
+    _feed_across_workers_and_a_script({
+        "vector_store": {"provider": "pgvector",
+                         "config": {"dsn": pg_dsn, "collection_name": name}},
+        "history": {"provider": "postgres", "config": {"dsn": pg_dsn, "table": f"{name}_h"}},
+        "embedder": {"provider": "hash"}})
