@@ -36,9 +36,10 @@ class ChangeWatch:
         Scope.of(user_id, agent_id, run_id, required=False)  # bad input fails here, not later
         self._runtime = runtime
         self._scope = (user_id, agent_id, run_id)
-        self._batch = batch
+        self.batch = batch
+        """The most changes one :meth:`read` returns."""
         self.position = after
-        """The position of the last change delivered (where a new watch would resume)."""
+        """Where the next :meth:`read` starts: the position of the last change read."""
         self._pending: deque[Change] = deque()
         self._stack = AsyncExitStack()
         self._beacon: Beacon | None = None
@@ -59,17 +60,38 @@ class ChangeWatch:
         return self
 
     async def __anext__(self) -> Change:
+        while not self._pending:
+            heard = self.heard
+            self._pending.extend(await self.read())
+            if not self._pending:
+                await self.wait(heard)
+        return self._pending.popleft()
+
+    @property
+    def heard(self) -> int:
+        """How often the history said a change may have committed (take it before a
+        :meth:`read`, then :meth:`wait` for it to move)."""
         if self._beacon is None:
             raise RuntimeError("use the watch as `async with memory.watch(...) as changes:`")
-        while not self._pending:
-            heard = self._beacon.count  # before the read: a commit during it rings again
-            self._pending.extend(await self._runtime.arun(
-                requests.changes(self.position, *self._scope, self._batch)))
-            if not self._pending:
-                await self._beacon.wait(heard, RECHECK_SECONDS)
-        change = self._pending.popleft()
-        self.position = change.position
-        return change
+        return self._beacon.count
+
+    async def read(self) -> list[Change]:
+        """The changes committed since the last read (at most a batch; none if nothing new),
+        without waiting: every change committed before the call is in it or an earlier one
+        once it returns fewer than a batch."""
+        self.heard  # noqa: B018 - raises outside ``async with``
+        batch = await self._runtime.arun(
+            requests.changes(self.position, *self._scope, self.batch))
+        if batch:
+            self.position = batch[-1].position
+        return batch
+
+    async def wait(self, heard: int, timeout: float = RECHECK_SECONDS) -> int:
+        """Wait, at most ``timeout`` seconds, until :attr:`heard` moves from ``heard``; the
+        new count."""
+        self.heard  # noqa: B018 - raises outside ``async with``
+        assert self._beacon is not None
+        return await self._beacon.wait(heard, timeout)
 
 
 class PollingWatch:

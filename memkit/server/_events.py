@@ -5,7 +5,7 @@ A stream reads the changes from the history (:meth:`AsyncMemory.watch`) in commi
 every server process, and any other process writing the same memory, feeds every stream;
 each event's SSE ``id`` is its position, from which ``Last-Event-ID`` resumes. What is
 not in the history, ``consolidation_complete`` and ``entity_created``, the process that
-made it hands to its own streams (a consolidation's summary after the deletions it sums up).
+made it hands to its own streams, after every change committed before it.
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ import asyncio
 import json
 import time
 import uuid
-from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from memkit import AsyncMemory, Change, MemkitError
-from memkit._models import AddResult, ConsolidationResult, GraphEntity
+from memkit._models import ConsolidationResult, GraphEntity
 from memkit._time import to_iso, utcnow
 from memkit.server._auth import Grant
 
@@ -28,11 +27,6 @@ EventType = Literal["memory_created", "memory_updated", "memory_deleted",
                     "consolidation_complete", "entity_created"]
 _TYPES: dict[str, EventType] = {"ADD": "memory_created", "UPDATE": "memory_updated",
                                 "DELETE": "memory_deleted", "PURGE": "memory_deleted"}
-#: how long an event of this process waits for the changes it follows before it goes anyway
-#: (they may have committed before the stream started)
-HOLD_SECONDS = 5.0
-#: how many delivered changes a stream remembers, to release the events that follow them
-_REMEMBERED = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +41,6 @@ class ChangeEvent:
     details: dict[str, Any] | None = None
     #: the SSE ``id``: the change's position in the history (summaries have none)
     position: str | None = None
-    #: the changes (type, memory id) this event follows on a stream
-    follows: frozenset[tuple[EventType, str]] = frozenset()
 
     @classmethod
     def of_change(cls, change: Change) -> ChangeEvent:
@@ -63,27 +55,22 @@ class ChangeEvent:
 
     def sse(self) -> str:
         data = {k: v for k, v in asdict(self).items()
-                if k not in ("type", "details", "position", "follows")}
+                if k not in ("type", "details", "position")}
         line = "" if self.position is None else f"id: {self.position}\n"
         return f"event: {self.type}\n{line}data: {json.dumps(data | (self.details or {}))}\n\n"
 
 
-def entity_events(entities: Iterable[GraphEntity],
-                  after: AddResult | None = None) -> list[ChangeEvent]:
-    """An ``entity_created`` per entity the graph created: its id, name, type and scope;
-    on a stream after the memory changes of the add ``after`` that created them."""
-    follows = frozenset() if after is None else frozenset(
-        (_TYPES[e.event], e.id) for e in after.results if e.event in _TYPES)
+def entity_events(entities: Iterable[GraphEntity]) -> list[ChangeEvent]:
+    """An ``entity_created`` per entity the graph created: its id, name, type and scope."""
     return [ChangeEvent("entity_created", e.id, e.user_id, e.agent_id, e.run_id,
-                        details={"name": e.name, "type": e.type}, follows=follows)
-            for e in entities]
+                        details={"name": e.name, "type": e.type}) for e in entities]
 
 
 def consolidation_events(report: ConsolidationResult,
                          scope: Mapping[str, str | None]) -> list[ChangeEvent]:
     """``consolidation_complete`` once per scope that had clusters (the scope asked for when
     none had): how many memories were examined, its clusters, and each keeper with the ids
-    merged into it. Each follows its merged memories' deletions on the feed."""
+    merged into it."""
     scopes: dict[tuple[str | None, str | None, str | None], list[Any]] = {}
     for cluster in report.clusters:
         keeper = cluster.keeper
@@ -93,8 +80,7 @@ def consolidation_events(report: ConsolidationResult,
     return [ChangeEvent(
         "consolidation_complete", str(uuid.uuid4()), user, agent, run, details={
             "examined": report.examined, "clusters": len(clusters),
-            "merged": {c.keeper.id: [m.id for m in c.merged] for c in clusters}},
-        follows=frozenset(("memory_deleted", m.id) for c in clusters for m in c.merged))
+            "merged": {c.keeper.id: [m.id for m in c.merged] for c in clusters}},)
         for (user, agent, run), clusters in scopes.items()]
 
 
@@ -143,53 +129,48 @@ class Broadcaster:
                      after: str | None, keepalive: float = 15.0) -> AsyncIterator[str]:
         """Server-Sent Events text: a ``connected`` comment once following, then the events
         of ``scope`` (the grant's binding included) after position ``after`` (else from
-        now), and a keep-alive comment every ``keepalive`` seconds of silence."""
+        now), and a keep-alive comment every ``keepalive`` seconds of silence. An event of
+        this process goes out after a read of the history that began once it was
+        published, so after every change committed before it."""
         sub = _Subscriber(grant, scope, asyncio.Queue(self.backlog))
         self._subscribers.add(sub)
-        delivered: deque[tuple[EventType, str]] = deque(maxlen=_REMEMBERED)
-        held: list[tuple[float, ChangeEvent]] = []
         try:
             async with memory.watch(after, **scope) as changes:
                 yield ": connected\n\n"
-                next_change = asyncio.ensure_future(changes.__anext__())
-                next_local = asyncio.ensure_future(sub.queue.get())
                 quiet_since = time.monotonic()
+                next_local = asyncio.ensure_future(sub.queue.get())
                 try:
                     while True:
-                        now = time.monotonic()
-                        deadlines = [quiet_since + keepalive, *(t + HOLD_SECONDS for t, _ in held)]
-                        done, _ = await asyncio.wait(
-                            {next_change, next_local}, timeout=max(0.0, min(deadlines) - now),
-                            return_when=asyncio.FIRST_COMPLETED)
-                        out: list[ChangeEvent] = []
-                        if next_change in done:
-                            try:
-                                change = next_change.result()
-                            except MemkitError:
-                                return  # the history cannot be read: the client reconnects
-                            next_change = asyncio.ensure_future(changes.__anext__())
-                            out.append(ChangeEvent.of_change(change))
-                            delivered.append((out[-1].type, change.memory_id))
-                        if next_local in done:
-                            local = next_local.result()
-                            if local is None:
-                                return
+                        heard = changes.heard
+                        arrived = [next_local.result()] if next_local.done() else []
+                        while not sub.queue.empty():
+                            arrived.append(sub.queue.get_nowait())
+                        if next_local.done():
                             next_local = asyncio.ensure_future(sub.queue.get())
-                            held.append((time.monotonic(), local))
-                        while held and (held[0][1].follows.issubset(delivered)
-                                        or held[0][0] + HOLD_SECONDS <= time.monotonic()):
-                            out.append(held.pop(0)[1])
+                        try:
+                            batch = await changes.read()
+                        except MemkitError:
+                            return  # the history cannot be read: the client reconnects
+                        out = [ChangeEvent.of_change(c) for c in batch]
+                        out += [e for e in arrived if e is not None]
                         for event in out:
                             yield event.sse()
+                        if None in arrived:
+                            return  # server shutdown
                         if out:
                             quiet_since = time.monotonic()
-                        elif time.monotonic() >= quiet_since + keepalive:
+                        if sub not in self._subscribers and sub.queue.empty():
+                            return  # dropped for falling behind
+                        if len(batch) == changes.batch:
+                            continue
+                        wait = asyncio.ensure_future(changes.wait(heard, keepalive))
+                        await asyncio.wait({wait, next_local},
+                                           return_when=asyncio.FIRST_COMPLETED)
+                        wait.cancel()
+                        if time.monotonic() >= quiet_since + keepalive:
                             yield ": keepalive\n\n"
                             quiet_since = time.monotonic()
-                        if sub not in self._subscribers and sub.queue.empty() and not held:
-                            return  # dropped for falling behind
                 finally:
-                    next_change.cancel()
                     next_local.cancel()
         finally:
             self._subscribers.discard(sub)

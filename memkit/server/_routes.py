@@ -135,7 +135,7 @@ async def add_memories(body: AddBody, grant: Auth, mem: Mem, feed: Feed) -> AddR
                            surface=body.surface, entities=body.entities)
     if body.dry_run:
         return result
-    feed.publish(entity_events(result.entities, after=result))
+    feed.publish(entity_events(result.entities))
     if result.consolidation is not None:  # lifecycle.consolidate_every
         feed.publish(consolidation_events(result.consolidation, scope))
     return result
