@@ -140,10 +140,12 @@ class Runtime:
         if not self._opened:
             with self._open_lock:
                 if not self._opened:
-                    self.store.open(self.embedder.dimension, self.embedder.model_name)
-                    self.history.open()  # its schema before any writer's transaction
+                    with _store_errors():
+                        self.store.open(self.embedder.dimension, self.embedder.model_name)
+                        self.history.open()  # its schema before any writer's transaction
                     if self.graph is not None:
-                        self.graph.open()
+                        with _store_errors(GraphStoreError):
+                            self.graph.open()
                     self._opened = True
 
     def close(self) -> None:
@@ -185,10 +187,12 @@ class Runtime:
             self._aopen_lock = asyncio.Lock()
         async with self._aopen_lock:
             if not self._opened:
-                await self.store.aopen(self.embedder.dimension, self.embedder.model_name)
-                await self.history.aopen()  # its schema before any writer's transaction
+                with _store_errors():
+                    await self.store.aopen(self.embedder.dimension, self.embedder.model_name)
+                    await self.history.aopen()  # its schema before any writer's transaction
                 if self.graph is not None:
-                    await self.graph.aopen()
+                    with _store_errors(GraphStoreError):
+                        await self.graph.aopen()
                 self._opened = True
 
     async def aclose(self) -> None:

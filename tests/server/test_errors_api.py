@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import httpx
@@ -10,6 +11,7 @@ import pytest
 
 from memkit import AsyncMemory, GraphStoreError, InvalidArgument, Memory
 from memkit.graph.neo4j import Neo4jGraph
+from memkit.graph.sqlite import SQLiteGraph
 from memkit.server import create_app
 from memkit.stores.sqlite import SQLiteStore
 from memkit.testing import HashEmbedder
@@ -68,3 +70,33 @@ def test_in_python_engine_failures_and_invalid_arguments_are_told_apart(tmp_path
             with pytest.raises(InvalidArgument) as caught:
                 bad()
             assert isinstance(caught.value, ValueError)
+
+
+class _DownOnOpen(SQLiteGraph):
+    """A graph whose engine refuses the first ``failures`` opens."""
+
+    failures = 1
+
+    def open(self) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("connection refused")
+        super().open()
+
+    async def aopen(self) -> None:
+        self.open()
+
+
+@pytest.mark.parametrize("kind", [Memory, AsyncMemory])
+def test_an_engine_down_when_the_memory_first_opens_is_a_store_error_then_recovers(
+        tmp_path: Path, kind: type[Memory] | type[AsyncMemory]) -> None:
+    memory = kind(embedder=HashEmbedder(), vector_store=SQLiteStore(str(tmp_path / "m.db")),
+                  graph_store=_DownOnOpen(str(tmp_path / "g.db")))
+
+    async def search() -> object:
+        result = memory.search("x", user_id="alice")
+        return await result if isinstance(memory, AsyncMemory) else result
+
+    with pytest.raises(GraphStoreError, match="ConnectionError: connection refused"):
+        asyncio.run(search())
+    assert asyncio.run(search()).results == []  # type: ignore[attr-defined]  # opened now
