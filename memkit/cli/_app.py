@@ -425,7 +425,7 @@ def serve(
     try:
         import uvicorn
 
-        from memkit.cli._serve import build_app, serve_workers, shared_store_problem
+        from memkit.cli._serve import SHUTDOWN_GRACE, build_app, serve_workers, shared_store_problem
         from memkit.server import load_keys
     except ImportError as exc:
         fail(with_hint(exc, "server"))
@@ -457,7 +457,8 @@ def serve(
     print(f"memkit: the dashboard is at http://{_netloc(host, port)}/ui/", flush=True)
     uvicorn_level = "debug" if settings.verbose > 1 else "info"
     if workers == 1:
-        uvicorn.run(app_, host=host, port=port, log_level=uvicorn_level)
+        uvicorn.run(app_, host=host, port=port, log_level=uvicorn_level,
+                    timeout_graceful_shutdown=SHUTDOWN_GRACE)
         return
     import asyncio
 

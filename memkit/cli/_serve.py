@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 WORKER_ENV = "MEMKIT_SERVE_WORKER"
 #: stores whose data lives in one process: N workers would be N separate memories
 IN_PROCESS_STORES = frozenset({"memory"})
+#: seconds a stopping server waits for open requests; a change feed (the dashboard's live
+#: view, any SSE client) never ends by itself, so without it Ctrl-C would wait for the client
+SHUTDOWN_GRACE = 3
 
 
 def build_app(config: dict[str, Any]) -> FastAPI:
@@ -59,4 +62,5 @@ def serve_workers(config: dict[str, Any], *, host: str, port: int, workers: int,
 
     os.environ[WORKER_ENV] = json.dumps({"config": config, "log_level": log_level})
     uvicorn.run("memkit.cli._serve:worker_app", factory=True, host=host, port=port,
-                workers=workers, log_level=uvicorn_log_level)
+                workers=workers, log_level=uvicorn_log_level,
+                timeout_graceful_shutdown=SHUTDOWN_GRACE)

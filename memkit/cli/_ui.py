@@ -10,6 +10,7 @@ import typer
 
 from memkit import MemkitError
 from memkit.cli._common import fail, settings_of, with_hint
+from memkit.cli._serve import SHUTDOWN_GRACE
 
 
 def ui(
@@ -41,5 +42,6 @@ def ui(
     print(f"memkit: open the dashboard (the link works once): {url}", flush=True)
     if open_browser:
         webbrowser.open(url)
-    server = uvicorn.Server(uvicorn.Config(app_, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app_, log_level="warning",
+                                           timeout_graceful_shutdown=SHUTDOWN_GRACE))
     server.run(sockets=[sock])

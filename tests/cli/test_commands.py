@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -273,6 +274,28 @@ def test_ui_prints_a_link_that_works_once(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_ctrl_c_stops_the_dashboard_while_a_browser_follows_the_change_feed(tmp_path: Path) -> None:
+    """An open change feed (the dashboard's live view) never ends by itself; Ctrl-C must not
+    wait for the browser to go away."""
+    cmd = [sys.executable, "-m", "memkit.cli", "--store", "sqlite", "--path", str(tmp_path / "c.db"),
+           "--embedder", "hash", "ui"]
+    server = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True)
+    try:
+        assert server.stdout is not None
+        base, _, token = server.stdout.readline().split()[-1].partition("/ui/#token=")
+        with httpx.Client(base_url=base, timeout=10) as client:
+            key = client.post("/ui/session", headers={"Authorization": f"Bearer {token}"}).json()["key"]
+            with client.stream("GET", "/v1/events", headers={"Authorization": f"Bearer {key}"}) as feed:
+                assert feed.status_code == 200
+                server.send_signal(signal.SIGINT)
+                assert server.wait(60) in (0, 130)  # stopped (130: by SIGINT) with the feed open
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(10)
 
 
 @pytest.mark.parametrize("command", [["mcp", "--help"], ["eval", "locomo", "--help"]])
