@@ -61,8 +61,26 @@ else
     engines_start
 fi
 
+readme_pid=""
+if ((!fast)) && (($# == 0)); then
+    # The whole suite: the README's install test (two pip installs into a fresh venv, mostly
+    # waiting on the package index and pip) runs beside the rest, on the core they leave idle.
+    readme_log="$VENV/readme-install.log"
+    python -m pytest -p no:cacheprovider -q -rs --basetemp "$(mktemp -d)" \
+        tests/test_readme_install.py >"$readme_log" 2>&1 &
+    readme_pid=$!
+    set -- --ignore=tests/test_readme_install.py
+fi
+
 set +e
 python -m pytest -p no:cacheprovider -q -rs "$@"
 status=$?
+if [[ -n "$readme_pid" ]]; then
+    wait "$readme_pid"
+    readme_status=$?
+    echo "[test] tests/test_readme_install.py (run beside the suite):" >&2
+    tail -n 15 "$readme_log" >&2
+    ((status == 0)) && status=$readme_status
+fi
 set -e
 exit "$status"
