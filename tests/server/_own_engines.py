@@ -13,7 +13,6 @@ import contextlib
 import os
 import random
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 
@@ -61,6 +60,16 @@ def wait_until(ready: Callable[[], bool], what: str,
         time.sleep(0.1)
 
 
+def stop_process(process: subprocess.Popen[Any], grace: float) -> None:
+    """SIGTERM ``process`` (the way a service manager stops it); SIGKILL after ``grace`` s."""
+    process.terminate()
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
 def accepts(port: int) -> bool:
     try:
         socket.create_connection(("127.0.0.1", port), 0.5).close()
@@ -95,12 +104,7 @@ class OwnEngine(abc.ABC):
         process, self.process = self.process, None
         if process is None:
             return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop_process(process, 30)
         if self._log is not None:
             self._log.close()
 

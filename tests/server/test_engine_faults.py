@@ -34,6 +34,7 @@ from tests.server._own_engines import (
     OwnPostgres,
     accepts,
     free_port,
+    stop_process,
     wait_until,
 )
 
@@ -166,12 +167,7 @@ def server(engine: tuple[str, OwnEngine, str]) -> Iterator[tuple[str, subprocess
         wait_until(lambda: accepts(port), "the server", process)
         yield f"http://127.0.0.1:{port}", process
     finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop_process(process, 15)
 
 
 def test_an_engine_outage_is_503s_and_the_server_serves_again_losing_nothing(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -21,17 +20,13 @@ from typing import Any
 
 import httpx
 
+from tests.server._own_engines import free_port, stop_process
+
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = {"admin-key": {"admin": True}, "alice-key": {"user_id": "alice"},
         "bob-key": {"user_id": "bob"}}
 #: how long anything the tests wait for may take before the test fails (never a timing claim)
 PATIENCE = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def script_env(config: dict[str, Any] | None = None) -> dict[str, str]:
@@ -78,7 +73,7 @@ class Workers:
 def serving_workers(config: dict[str, Any], workers: int = 2,
                     keys: dict[str, Any] | None = None) -> Iterator[Workers]:
     """``memkit serve --workers N`` on a free loopback port with ``config``; stopped after."""
-    port = _free_port()
+    port = free_port()
     env = script_env(config)
     env["MEMKIT_API_KEYS"] = json.dumps(KEYS if keys is None else keys)
     server = subprocess.Popen(
@@ -100,12 +95,7 @@ def serving_workers(config: dict[str, Any], workers: int = 2,
                 time.sleep(0.1)
         yield Workers(url, workers)
     finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(10)
+        stop_process(server, 30)
 
 
 class EventStream:
