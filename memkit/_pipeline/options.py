@@ -25,6 +25,12 @@ class ScopeOptions(TypedDict, total=False):
     filters: dict[str, Any] | None
 
 
+class PurgeOptions(ScopeOptions, total=False):
+    """:meth:`memkit.Memory.purge`."""
+
+    actor_id: str | None
+
+
 class WrittenOptions(TypedDict, total=False):
     """What a write sets on the memories it writes (``add``, ``update``)."""
 

@@ -73,7 +73,15 @@ from memkit._pipeline.memories import (
     supersede_flow,
     update_flow,
 )
-from memkit._pipeline.options import AddOptions, GetAllOptions, SearchOptions, Timestamp, UpdateOptions
+from memkit._pipeline.options import (
+    AddOptions,
+    GetAllOptions,
+    PurgeOptions,
+    ScopeOptions,
+    SearchOptions,
+    Timestamp,
+    UpdateOptions,
+)
 from memkit._pipeline.search.flow import SearchSettings, search_flow
 from memkit._pipeline.search.paging import offset_of, paged_flow
 from memkit._pipeline.search.rerank import reranked_flow
@@ -218,6 +226,11 @@ def search(s: Settings, query: str, /, **o: Unpack[SearchOptions]) -> Flow[Searc
     return logged_search_flow(flow, query, limit, scope, now, life.search_log_text)
 
 
+def _scope(o: ScopeOptions, *, required: bool = True) -> tuple[Scope, dict[str, Any] | None]:
+    return scope_and_filters(o.get("user_id"), o.get("agent_id"), o.get("run_id"),
+                             o.get("filters"), required=required)
+
+
 def _graph_scope(s: Settings, user_id: str | None, agent_id: str | None,
                  run_id: str | None) -> tuple[str, GraphScope]:
     """The lock key and the scope of a graph operation; a graph store must be configured."""
@@ -231,8 +244,7 @@ def _graph_scope(s: Settings, user_id: str | None, agent_id: str | None,
 
 
 def get_all(s: Settings, /, **o: Unpack[GetAllOptions]) -> Flow[SearchResult]:
-    scope, rest = scope_and_filters(o.get("user_id"), o.get("agent_id"), o.get("run_id"),
-                                    o.get("filters"))
+    scope, rest = _scope(o)
     surface, as_of, entity = o.get("surface"), o.get("as_of"), o.get("entity")
     surfaced = None if surface is None else Condition(field="surface", operator="eq",
                                                       value=surface_of(surface))
@@ -263,36 +275,19 @@ def update(s: Settings, memory_id: str, text: str | None = None, /,
                        _expiry(expires_at, None), s.now(), lifecycle)
 
 
-def delete_all(
-    s: Settings,
-    /,
-    *,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    run_id: str | None = None,
-    filters: dict[str, Any] | None = None,
-) -> Flow[DeleteResult]:
-    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
+def delete_all(s: Settings, /, **o: Unpack[ScopeOptions]) -> Flow[DeleteResult]:
+    scope, rest = _scope(o)
     if scope.empty:
         raise ScopeError()
     return delete_all_flow(scope, parse_filter(rest), s.now(), s.graph)
 
 
-def purge(
-    s: Settings,
-    /,
-    *,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    run_id: str | None = None,
-    filters: dict[str, Any] | None = None,
-    actor_id: str | None = None,
-) -> Flow[int]:
-    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters)
+def purge(s: Settings, /, **o: Unpack[PurgeOptions]) -> Flow[int]:
+    scope, rest = _scope(o)
     if scope.empty:
         raise ScopeError()
     return purge_flow(scope, parse_filter(rest), s.now(), s.graph is not None,
-                      actor_of(actor_id))
+                      actor_of(o.get("actor_id")))
 
 
 def repair(s: Settings, /) -> Flow[int]:
@@ -313,62 +308,28 @@ def actor_of(actor_id: object) -> str | None:
     return None if actor_id is None else text_of(actor_id, "actor_id")[:200]
 
 
-def export(
-    s: Settings,
-    /,
-    *,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    run_id: str | None = None,
-    filters: dict[str, Any] | None = None,
-) -> Flow[list[ExportedMemory]]:
-    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters, required=False)
+def export(s: Settings, /, **o: Unpack[ScopeOptions]) -> Flow[list[ExportedMemory]]:
+    scope, rest = _scope(o, required=False)
     return export_flow(all_of(scope.filter(), parse_filter(rest)))
 
 
-def prune(
-    s: Settings,
-    /,
-    below: float,
-    dry_run: bool,
-    *,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    run_id: str | None = None,
-    filters: dict[str, Any] | None = None,
-) -> Flow[DeleteResult]:
-    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters, required=False)
+def prune(s: Settings, below: float, dry_run: bool, /,
+          **o: Unpack[ScopeOptions]) -> Flow[DeleteResult]:
+    scope, rest = _scope(o, required=False)
     return prune_flow(all_of(scope.filter(), parse_filter(rest)), below, bool(dry_run),
                       s.now(), s.lifecycle, s.graph)
 
 
-def consolidate(
-    s: Settings,
-    /,
-    threshold: float | None,
-    dry_run: bool,
-    *,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    run_id: str | None = None,
-    filters: dict[str, Any] | None = None,
-) -> Flow[ConsolidationResult]:
-    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters, required=False)
+def consolidate(s: Settings, threshold: float | None, dry_run: bool, /,
+                **o: Unpack[ScopeOptions]) -> Flow[ConsolidationResult]:
+    scope, rest = _scope(o, required=False)
     chosen = s.config.lifecycle.consolidate_threshold if threshold is None else threshold
     return consolidate_flow(all_of(scope.filter(), parse_filter(rest)), chosen, bool(dry_run),
                             s.now(), s.lifecycle, s.graph)
 
 
-def stats(
-    s: Settings,
-    /,
-    *,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    run_id: str | None = None,
-    filters: dict[str, Any] | None = None,
-) -> Flow[MemoryStats]:
-    scope, rest = scope_and_filters(user_id, agent_id, run_id, filters, required=False)
+def stats(s: Settings, /, **o: Unpack[ScopeOptions]) -> Flow[MemoryStats]:
+    scope, rest = _scope(o, required=False)
     return stats_flow(all_of(scope.filter(), parse_filter(rest)), s.now(), s.lifecycle,
                       s.graph is not None)
 
