@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from os import PathLike, fspath
 from typing import Any, Self
 
@@ -129,6 +130,7 @@ class Client:
             keyword_search=vector_store.supports_keyword,
             rerank_candidates=(cfg.reranker or RerankerConfig()).candidates,
         )
+        self._runtime.on_open = partial(requests.repair, self._settings)
 
     @staticmethod
     def _default_history(cfg: MemoryConfig, store: VectorStore) -> HistoryStore:

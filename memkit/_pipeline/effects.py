@@ -134,7 +134,7 @@ class ReadChanges(Returns[list[Change]]):
 
 @dataclass(frozen=True, slots=True)
 class ReadEvent(Returns[HistoryRecord | None]):
-    """-> HistoryRecord | None"""
+    """-> HistoryRecord | None; also a write effect (graph work checks it is still owed)"""
 
     event_id: str
 
@@ -159,7 +159,8 @@ class ForgetHistory(Returns[None]):
 
 @dataclass(frozen=True, slots=True)
 class DiscardEvents(Returns[None]):
-    """-> None: the history rows with these ids are deleted (graph work done)"""
+    """-> None: the history rows with these ids are deleted (graph work done); also a write
+    effect (in the transaction that did the work)"""
 
     event_ids: tuple[str, ...]
 
@@ -495,6 +496,7 @@ Effect: TypeAlias = (
 )
 WriteEffect: TypeAlias = (
     ListRecords | Search | Insert | Update | Delete | AppendHistory | GraphEffect | OnShadow[Any] | Switch
+    | ReadEvent | DiscardEvents
 )
 Flow: TypeAlias = Generator[Effect, object, T]
 """A flow: yields effects, is sent their results (through :func:`ask`), returns ``T``."""

@@ -33,6 +33,7 @@ from memkit._pipeline.effects import (
 )
 from memkit._pipeline.features.forget import end_flow, forget_flow
 from memkit._pipeline.features.graph import GraphSettings
+from memkit._pipeline.features.graph_writes import apply_with_validity, validity_work
 from memkit._pipeline.features.lifecycle import Lifecycle, note_flow
 from memkit._pipeline.features.task_fields import STATUS_PREFIX, checked_update, status_change
 from memkit._pipeline.inputs import (
@@ -41,7 +42,13 @@ from memkit._pipeline.inputs import (
     text_hash,
     text_of,
 )
-from memkit._pipeline.write.apply import ChangedMeanwhile, apply, history_row, scope_key
+from memkit._pipeline.write.apply import (
+    ChangedMeanwhile,
+    apply,
+    history_row,
+    scope_key,
+    transaction,
+)
 from memkit._pipeline.write.versions import (
     chain_flow,
     check_order,
@@ -230,8 +237,11 @@ def delete_all_flow(scope: Scope, filter: Filter | None, now: str,
 
 
 def supersede_flow(old_id: str, text: str, metadata: dict[str, object] | None,
-                   expires_at: str | None, now: str) -> Flow[MemoryItem]:
-    """A new memory (new id) that replaces ``old_id``, which stays as a past version.
+                   expires_at: str | None, now: str,
+                   graph: GraphSettings | None = None) -> Flow[MemoryItem]:
+    """A new memory (new id) that replaces ``old_id``, which stays as a past version. The
+    relations the old one supported move to the new one, as they stay with a memory that
+    an update changes.
 
     A version is superseded once: a second supersede of it raises ConflictError.
     """
@@ -254,8 +264,10 @@ def supersede_flow(old_id: str, text: str, metadata: dict[str, object] | None,
                   expires_at=expires_at if expires_at is not None else old.expires_at)
     history = [history_row(old, "UPDATE", old.memory, text, now),
                history_row(new, "ADD", None, text, now)]
-    yield from apply(WriteBatch(updates=[end(old, now)], versions=[new], history=history,
-                                dedup_scope=scope_key(old), unless=superseded_by(old.id)))
+    batch = WriteBatch(updates=[end(old, now)], versions=[new], history=history,
+                       dedup_scope=scope_key(old), unless=superseded_by(old.id))
+    works = validity_work(transaction(batch).key, now, moves=[(old, new.id)]) if graph else []
+    yield from apply_with_validity(batch, works, graph)
     return replace(new, vector=None).to_item()
 
 

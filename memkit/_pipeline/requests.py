@@ -46,9 +46,9 @@ from memkit._pipeline.features.graph import (
     entity_graph_flow,
     get_entities_flow,
     get_entity_flow,
-    repair_flow,
 )
 from memkit._pipeline.features.graph_search import graph_search_flow
+from memkit._pipeline.features.graph_writes import repair_flow
 from memkit._pipeline.features.lifecycle import Lifecycle, lifecycle_fields
 from memkit._pipeline.features.notes import daily_log_flow, index_flow, max_file_bytes_of
 from memkit._pipeline.features.reembed import Progress, reembed_flow
@@ -422,4 +422,4 @@ def delete_entity(s: Settings, name: str, user_id: str | None, agent_id: str | N
 def supersede(s: Settings, memory_id: str, text: str, metadata: dict[str, Any] | None,
               expires_at: Timestamp | None) -> Flow[MemoryItem]:
     return supersede_flow(memory_id, text, metadata_of(metadata), _expiry(expires_at, None),
-                          s.now())
+                          s.now(), s.graph)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Sequence
@@ -83,6 +84,7 @@ from memkit.llms.base import LLM
 from memkit.stores.base import VectorStore, WriteBatch, Writer
 
 T = TypeVar("T")
+_log = logging.getLogger("memkit")
 
 
 class Runtime:
@@ -99,6 +101,9 @@ class Runtime:
         self.graph = graph
         #: the features' own effects (memkit._pipeline.calls.Handlers)
         self.handlers: Handlers = handlers or {}
+        #: what runs once the stores are open, before the first operation (the graph work a
+        #: crashed process left owed); a store error there is logged, and the work stays owed
+        self.on_open: Callable[[], Flow[Any]] | None = None
         self._opened = False
         self._open_lock = threading.Lock()
         self._aopen_lock: asyncio.Lock | None = None
@@ -147,6 +152,11 @@ class Runtime:
                         with _store_errors(GraphStoreError):
                             self.graph.open()
                     self._opened = True
+                    if self.on_open is not None:
+                        try:
+                            self.run(self.on_open())
+                        except StoreError as exc:
+                            _log.warning("the owed graph work was not replayed: %s", exc)
 
     def close(self) -> None:
         for part in (self.graph, self.store, self.history, self.embedder, self.llm):
@@ -194,6 +204,11 @@ class Runtime:
                     with _store_errors(GraphStoreError):
                         await self.graph.aopen()
                 self._opened = True
+                if self.on_open is not None:
+                    try:
+                        await self.arun(self.on_open())
+                    except StoreError as exc:
+                        _log.warning("the owed graph work was not replayed: %s", exc)
 
     async def aclose(self) -> None:
         if self.graph is not None:

@@ -23,8 +23,9 @@ from tests.pipeline.conftest import Shell, ops
 T = TypeVar("T")
 
 
-class FlakyGraph(SQLiteGraph):
-    """Serves ``budget`` more operations, then fails each one until :meth:`up`."""
+class Outage:
+    """A graph store that serves ``budget`` more operations, then fails each one until
+    :meth:`up`."""
 
     budget: int | None = None
 
@@ -34,12 +35,17 @@ class FlakyGraph(SQLiteGraph):
     def up(self) -> None:
         self.budget = None
 
-    def _run(self, op: Generator[Any, Any, T]) -> T:
+    def spend(self, op: Generator[Any, Any, Any]) -> None:
         if self.budget is not None:
             if self.budget <= 0:
                 op.close()
                 raise ConnectionError("the graph engine is down")
             self.budget -= 1
+
+
+class FlakyGraph(Outage, SQLiteGraph):
+    def _run(self, op: Generator[Any, Any, T]) -> T:
+        self.spend(op)
         return super()._run(op)
 
 

@@ -31,12 +31,12 @@ from memkit._pipeline.features.graph import (
     GraphOutcome,
     GraphPlan,
     GraphSettings,
-    apply_with_graph,
     embed_names,
     entity_model,
     plan_graph,
     relation_model,
 )
+from memkit._pipeline.features.graph_writes import apply_with_graph
 from memkit._pipeline.features.task_fields import with_task_status
 from memkit._pipeline.inputs import Scope, text_hash
 from memkit._pipeline.write.apply import apply, duplicates

@@ -12,7 +12,7 @@ merged memory with their own past versions; nothing is removed.
 
 With a graph store, the relations that came from a merged memory come from its
 keeper afterwards (in the same transaction where the graph shares the store's
-file or database, right after it on a Bolt server), so graph search still
+file or database, right after it through the outbox on a Bolt server), so graph search still
 reaches the merged facts through the memory that holds them.
 """
 
@@ -29,13 +29,13 @@ import numpy as np
 from memkit._errors import InvalidArgument
 from memkit._filters import Filter, all_of
 from memkit._models import AddResult, ConsolidationCluster, ConsolidationResult, HistoryRecord
-from memkit._pipeline.effects import CountAdds, Embed, Flow, Get, Repoint, Transaction, WriteFlow, ask
+from memkit._pipeline.effects import CountAdds, Embed, Flow, Get, ask
 from memkit._pipeline.features.graph import GraphSettings
+from memkit._pipeline.features.graph_writes import apply_with_validity, validity_work
 from memkit._pipeline.features.lifecycle import Lifecycle, flush_flow, scope_key
-from memkit._pipeline.write.apply import apply, apply_flow, scan, transaction
+from memkit._pipeline.write.apply import scan, transaction
 from memkit._pipeline.write.versions import end, valid_at
 from memkit._time import to_datetime
-from memkit.graph.base import GraphScope
 from memkit.stores.base import Record, WriteBatch
 
 WORD_OVERLAP = 0.5
@@ -145,26 +145,9 @@ def _write(keeper: Record, merged: list[Record], now: str,
         agent_id=r.agent_id, run_id=r.run_id) for r in merged]
     batch = WriteBatch(updates=list(changes.values()), history=history,
                        dedup_scope=scope_key(keeper))
-    if graph is None:
-        yield from apply(batch)
-        return
-    scope = GraphScope(keeper.user_id, keeper.agent_id, keeper.run_id)
-    moves = tuple((r.id, keeper.id) for r in merged)
-    if graph.joined:
-        yield Transaction(transaction(batch).key, _together(batch, scope, moves))
-    else:
-        yield from apply(batch)
-        yield Transaction(transaction(batch).key, _repoint(scope, moves))
-
-
-def _together(batch: WriteBatch, scope: GraphScope,
-              moves: tuple[tuple[str, str], ...]) -> WriteFlow[None]:
-    yield from apply_flow(batch)
-    yield from _repoint(scope, moves)
-
-
-def _repoint(scope: GraphScope, moves: tuple[tuple[str, str], ...]) -> WriteFlow[None]:
-    yield Repoint(scope, moves)
+    works = validity_work(transaction(batch).key, now, moves=[(r, keeper.id) for r in merged]
+                          ) if graph else []
+    yield from apply_with_validity(batch, works, graph)
 
 
 def _oldest(record: Record, changes: dict[str, Record]) -> Flow[Record]:

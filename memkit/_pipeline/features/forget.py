@@ -12,7 +12,8 @@ last, so a purge interrupted half-way finds the same records again and finishes.
 Afterwards each engine is asked to scrub its files (:class:`Scrub`).
 
 A soft delete (``delete``, ``delete_all``, ``prune``) ends a memory's validity, and
-closes (``RELATION_CLOSE``) the open relations no current memory supports any more.
+closes (``RELATION_CLOSE``) the open relations no current memory supports any more
+(:mod:`memkit._pipeline.features.graph_writes`).
 """
 
 from __future__ import annotations
@@ -24,33 +25,26 @@ from typing import Protocol
 from memkit._filters import Filter, all_of
 from memkit._models import DeleteResult, HistoryRecord
 from memkit._pipeline.effects import (
-    AppendHistory,
-    CloseRelations,
-    FindRelations,
     Flow,
     ForgetGraphScope,
     ForgetHistory,
     ForgetMemories,
     ForgetScope,
-    Get,
     ListRecords,
     ResetGraph,
     ResetHistory,
     ResetStore,
     Scrub,
-    Transaction,
-    WriteFlow,
     ask,
-    ask_write,
 )
-from memkit._pipeline.features.graph import GraphSettings, graph_event
+from memkit._pipeline.features.graph import GraphSettings
+from memkit._pipeline.features.graph_writes import apply_with_validity, validity_work
 from memkit._pipeline.features.lifecycle import Lifecycle, confidence_of, flush_flow
 from memkit._pipeline.features.outbox import forget_pending_flow
 from memkit._pipeline.inputs import Scope
-from memkit._pipeline.write.apply import Applied, apply_flow, scan, scope_key, transaction
-from memkit._pipeline.write.versions import end, is_valid, valid_at
+from memkit._pipeline.write.apply import Applied, scan, scope_key, transaction
+from memkit._pipeline.write.versions import end, valid_at
 from memkit._time import to_datetime
-from memkit.graph.base import GraphScope, Relation
 from memkit.stores.base import Record, WriteBatch
 
 _PAGE = 1000
@@ -124,54 +118,9 @@ def end_flow(batch: WriteBatch, ended: Sequence[Record], now: str,
              graph: GraphSettings | None) -> Flow[Applied]:
     """Apply ``batch``, which ends the validity of ``ended``, and close the open relations
     that no current memory supports any more: in the batch's transaction when the graph
-    shares it, else right after it."""
-    if graph is None:
-        return (yield from ask(transaction(batch)))
-    closing = yield from _unsupported(ended, now)
-    key = transaction(batch).key
-    if graph.joined:
-        return (yield from ask(Transaction(key, _together(batch, closing, now))))
-    applied = yield from ask(transaction(batch))
-    if closing:
-        yield from ask(Transaction(key, _close(closing, now)))
-    return applied
-
-
-def _unsupported(ended: Sequence[Record], now: str,
-                 ) -> Flow[dict[GraphScope, list[Relation]]]:
-    """The open relations each ended memory supports that no other current memory does."""
-    gone: dict[GraphScope, set[str]] = {}
-    for record in ended:
-        gone.setdefault(GraphScope(record.user_id, record.agent_id, record.run_id),
-                        set()).add(record.id)
-    closing: dict[GraphScope, list[Relation]] = {}
-    for scope, ids in gone.items():
-        found = yield from ask(FindRelations(scope, memory_ids=sorted(ids)))
-        alive: set[str] = set()
-        for other in sorted({m for r in found for m in r.memory_ids} - ids):
-            supporter = yield from ask(Get(other))
-            if supporter is not None and is_valid(supporter, now):
-                alive.add(other)
-        unsupported = [r for r in found if not alive & set(r.memory_ids)]
-        if unsupported:
-            closing[scope] = unsupported
-    return closing
-
-
-def _together(batch: WriteBatch, closing: dict[GraphScope, list[Relation]],
-              now: str) -> WriteFlow[Applied]:
-    applied = yield from apply_flow(batch)
-    yield from _close(closing, now)
-    return applied
-
-
-def _close(closing: dict[GraphScope, list[Relation]], now: str) -> WriteFlow[None]:
-    rows: list[HistoryRecord] = []
-    for scope, relations in closing.items():
-        closed = yield from ask_write(CloseRelations(scope, [r.id for r in relations], now))
-        rows += [graph_event(r, "RELATION_CLOSE", now) for r in closed]
-    if rows:
-        yield from ask_write(AppendHistory(tuple(rows)))
+    shares it, else right after it (through the outbox)."""
+    works = validity_work(transaction(batch).key, now, ended=ended) if graph else []
+    return (yield from apply_with_validity(batch, works, graph))
 
 
 def prune_flow(selection: Filter | None, below: float, dry_run: bool, now: str,

@@ -6,7 +6,8 @@ entities they mean (same normalised name, an alias, or the nearest name
 embedding above the threshold). Where the graph shares the vector store's
 file or database (sqlite, postgres) the relations are written inside the
 add's transaction, after the memories; elsewhere (Bolt) they are written
-after that transaction commits, in a second one holding the same scope lock.
+after that transaction commits, in a second one holding the same scope lock
+(:mod:`memkit._pipeline.features.graph_writes`).
 
 A relation is closed (``valid_to`` set, kept) only by an explicit decision:
 an UPDATE of a memory closes the relations it supported that share source and
@@ -33,7 +34,6 @@ from memkit._models import (
     GraphEventName,
     GraphRelation,
     HistoryRecord,
-    MemoryEvent,
     OperationError,
 )
 from memkit._pipeline.add.parsing import Triple
@@ -59,14 +59,7 @@ from memkit._pipeline.effects import (
     ask,
     ask_write,
 )
-from memkit._pipeline.features.outbox import (
-    GraphWork,
-    done_flow,
-    new_work_id,
-    pending_flow,
-    targets,
-)
-from memkit._pipeline.write.apply import Applied, apply_flow, transaction, writes
+from memkit._pipeline.features.outbox import GraphWork
 from memkit._pipeline.write.versions import is_valid
 from memkit._time import to_datetime
 from memkit.graph.base import (
@@ -82,7 +75,7 @@ from memkit.graph.base import (
     entity_id,
     relation_type,
 )
-from memkit.stores.base import Record, WriteBatch
+from memkit.stores.base import Record
 
 MAX_RELATIONS = 100
 """Relations taken from one extraction answer; the rest are reported and skipped."""
@@ -165,65 +158,6 @@ def embed_names(plan: GraphPlan | None) -> Flow[None]:
     names = plan.names
     rows = yield from ask(Embed(tuple(names)))
     plan.vectors = {name: [float(x) for x in row] for name, row in zip(names, rows, strict=True)}
-
-
-def apply_with_graph(batch: WriteBatch, plan: GraphPlan | None, events: Sequence[MemoryEvent],
-                     ) -> Flow[tuple[Applied, GraphOutcome]]:
-    """The batch, and the graph writes in its transaction (or right after it, the work
-    recorded in the outbox by the batch's transaction until it is done)."""
-    empty = not writes(batch)
-    if plan is None or plan.empty:
-        applied = Applied() if empty else (yield from ask(transaction(batch)))
-        return applied, GraphOutcome()
-    key = transaction(batch).key
-    if plan.settings.joined:
-        result: tuple[Applied, GraphOutcome] = yield from ask(Transaction(
-            key, _together(batch, plan, events)))
-        return result
-    yield from repair_flow()
-    applied, work = yield from ask(Transaction(key, _recorded(batch, plan, events, key)))
-    outcome = yield from ask(Transaction(key, write_work(work, plan.vectors)))
-    yield from done_flow(work.id)
-    return applied, outcome
-
-
-def _work(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent], applied: Applied,
-          key: str) -> GraphWork:
-    linked, updated, gone = targets(
-        batch, events, [(skipped, won.id) for skipped, won in applied.winners.items()])
-    return GraphWork(new_work_id(), key, plan.scope, plan.now, plan.settings.threshold,
-                     tuple(plan.entities), tuple(plan.relations), tuple(plan.named), linked,
-                     updated, gone)
-
-
-def _together(batch: WriteBatch, plan: GraphPlan,
-              events: Sequence[MemoryEvent]) -> WriteFlow[tuple[Applied, GraphOutcome]]:
-    applied = yield from apply_flow(batch)
-    outcome = yield from write_work(_work(batch, plan, events, applied, ""), plan.vectors)
-    return applied, outcome
-
-
-def _recorded(batch: WriteBatch, plan: GraphPlan, events: Sequence[MemoryEvent],
-              key: str) -> WriteFlow[tuple[Applied, GraphWork]]:
-    """The batch, and the graph work it leads to, pending in the history."""
-    applied = yield from apply_flow(batch)
-    work = _work(batch, plan, events, applied, key)
-    yield AppendHistory((work.row(),))
-    return applied, work
-
-
-def repair_flow() -> Flow[int]:
-    """Replay the graph work failed graph writes left pending, oldest first; how many."""
-    pending = yield from pending_flow()
-    for work in pending:
-        vectors: dict[str, list[float]] = {}
-        names = work.names
-        if names:
-            rows = yield from ask(Embed(tuple(names)))
-            vectors = {n: [float(x) for x in row] for n, row in zip(names, rows, strict=True)}
-        yield from ask(Transaction(work.key, write_work(work, vectors, replay=True)))
-        yield from done_flow(work.id)
-    return len(pending)
 
 
 def write_work(work: GraphWork, vectors: dict[str, list[float]],
