@@ -314,10 +314,13 @@ class Memory(Client):
         return self._runtime.run(reset_flow(self._settings.graph is not None))
 
     def repair(self) -> int:
-        """Write to the graph what adds left pending when the graph store failed after their
-        memories were committed (an outage of a graph in its own engine); returns how many
-        adds' graph work was replayed. Adds do this first themselves; call it to repair
-        without adding."""
+        """Write to the graph what changes left owed when the graph store failed after their
+        memories were committed (an outage of a graph in its own engine): an add's
+        relations, the relations a delete or prune closes, those a supersede or
+        consolidation moves. Returns how many changes' graph work it wrote (work another
+        process wrote meanwhile is not counted). Changes with graph work, and the first
+        operation of a new Memory, do this first themselves; ``memkit serve`` every
+        minute."""
         return self._runtime.run(requests.repair(self._settings))
 
     def prune(

@@ -419,9 +419,13 @@ def serve(
         min=0, max=1, help="What a scheduled prune forgets: confidence below this (0.05).")] = None,
     consolidate_every: Annotated[str | None, typer.Option(
         help="Merge near-duplicates in every scope this often (90s, 30m, 1h, 1d).")] = None,
+    repair_every: Annotated[str | None, typer.Option(
+        help="Write the graph work a graph outage left owed this often (default 1m; off).")
+    ] = None,
 ) -> None:
     """Serve the REST API (extra: server). Keys: config server.api_keys or MEMKIT_API_KEYS.
-    Upkeep on a schedule: --prune-every / --consolidate-every, or server.schedule."""
+    Upkeep on a schedule: --prune-every / --consolidate-every / --repair-every, or
+    server.schedule."""
     try:
         import uvicorn
 
@@ -432,7 +436,7 @@ def serve(
     settings = settings_of(ctx)
     config = settings.resolve()
     given = {"prune_every": prune_every, "prune_below": prune_below,
-             "consolidate_every": consolidate_every}
+             "consolidate_every": consolidate_every, "repair_every": repair_every}
     if any(v is not None for v in given.values()):
         server = config.setdefault("server", {})
         if not isinstance(server, dict):

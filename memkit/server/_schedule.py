@@ -1,7 +1,8 @@
-"""Upkeep on a schedule inside the server process: prune and consolidate every so often.
+"""Upkeep on a schedule inside the server process: prune and consolidate every so often,
+and write the graph work a graph outage left owed.
 
 Configured in the config's ``server.schedule`` section (or by ``memkit serve
---prune-every 1h --consolidate-every 1d``)::
+--prune-every 1h --consolidate-every 1d --repair-every 1m``)::
 
     server:
       schedule:
@@ -9,9 +10,11 @@ Configured in the config's ``server.schedule`` section (or by ``memkit serve
         prune_below: 0.05      # what prune() forgets: confidence below this
         consolidate_every: 1d
         consolidate_threshold: 0.9   # default: lifecycle.consolidate_threshold
+        repair_every: 1m       # the default, with a graph store; off: no repair
 
-Each job runs over every scope of the store, as an admin's ``prune(dry_run=False)`` or
-``consolidate(dry_run=False)`` would, in the server's event loop between requests (the
+Each job runs over every scope of the store, as an admin's ``prune(dry_run=False)``,
+``consolidate(dry_run=False)`` or ``repair()`` would, in the server's event loop between
+requests (the
 store's work runs as any request's does, so requests are served meanwhile). What it did
 is logged (logger ``memkit.server``: INFO when a run changed something, which ``memkit -v
 serve`` shows; DEBUG otherwise) and published on the change feed. On shutdown a job that
@@ -55,8 +58,10 @@ def duration_of(value: object) -> float:
 
 
 class Schedule(BaseModel):
-    """The ``server.schedule`` config section (module docstring); every job is off unless
-    its interval is given."""
+    """The ``server.schedule`` config section (module docstring); prune and consolidate
+    are off unless their interval is given; repair runs every minute unless ``off`` (it
+    writes only what a graph outage left owed, and is safe in every worker: two processes
+    replaying the same work do it once)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -64,11 +69,13 @@ class Schedule(BaseModel):
     prune_below: float = Field(default=0.05, ge=0, le=1)
     consolidate_every: float | None = None
     consolidate_threshold: float | None = Field(default=None, gt=0, le=1)
+    repair_every: float | None = 60.0
 
-    @field_validator("prune_every", "consolidate_every", mode="before")
+    @field_validator("prune_every", "consolidate_every", "repair_every", mode="before")
     @classmethod
     def _duration(cls, value: object) -> float | None:
-        return None if value is None else duration_of(value)
+        off = value is None or (isinstance(value, str) and value.strip().lower() == "off")
+        return None if off else duration_of(value)
 
     @classmethod
     def of(cls, value: Schedule | Mapping[str, Any] | None) -> Schedule:
@@ -95,7 +102,8 @@ class Scheduler:
     schedule: Schedule
     memory: AsyncMemory
     feed: Broadcaster
-    runs: dict[str, int] = field(default_factory=lambda: {"prune": 0, "consolidate": 0})
+    runs: dict[str, int] = field(default_factory=lambda: {"prune": 0, "consolidate": 0,
+                                                          "repair": 0})
     _stop: asyncio.Event | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -103,7 +111,10 @@ class Scheduler:
         self._stop = asyncio.Event()
         jobs: list[tuple[str, float | None, Callable[[], Awaitable[tuple[bool, str]]]]] = [
             ("prune", self.schedule.prune_every, self._prune),
-            ("consolidate", self.schedule.consolidate_every, self._consolidate)]
+            ("consolidate", self.schedule.consolidate_every, self._consolidate),
+            # without a graph store nothing is ever owed
+            ("repair", self.schedule.repair_every if self.memory.graph_store else None,
+             self._repair)]
         for name, every, job in jobs:
             if every is not None:
                 log.info("scheduled %s every %s s", name, f"{every:g}")
@@ -147,3 +158,7 @@ class Scheduler:
         return bool(report.clusters), (f"{report.merged} memories merged in "
                                        f"{len(report.clusters)} clusters of {report.examined} "
                                        "examined")
+
+    async def _repair(self) -> tuple[bool, str]:
+        done = await self.memory.repair()
+        return bool(done), f"the owed graph work of {done} changes written"

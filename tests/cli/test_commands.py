@@ -206,6 +206,8 @@ def test_serve_answers_and_refuses_public_host_without_keys(tmp_path: Path) -> N
     assert refused.returncode == 2 and "API keys" in refused.stderr
     wrong = memkit(db, "serve", "--prune-every", "soon", check=False)
     assert wrong.returncode == 1 and "server.schedule.prune_every" in wrong.stderr
+    wrong = memkit(db, "serve", "--repair-every", "never", check=False)
+    assert wrong.returncode == 1 and "server.schedule.repair_every" in wrong.stderr
     twice = memkit(db, "serve", "--workers", "2", "--consolidate-every", "1h", check=False)
     assert twice.returncode == 2 and "runs in one process" in twice.stderr
 

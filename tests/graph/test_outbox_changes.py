@@ -231,3 +231,41 @@ def test_two_workers_repairing_at_once_do_the_work_once(
     assert [h.event for h in first.history(works.id)] == ["RELATION_ADD", "RELATION_CLOSE"]
     assert _owed(store) == 0
 
+
+
+def _repair_in_a_process(store_path: str, graph_path: str, start: Any) -> None:
+    store = SQLiteStore(store_path)
+    memory = Memory(llm=ScriptedLLM([]), embedder=HashEmbedder(), vector_store=store,
+                    history=store.history(), graph_store=SQLiteGraph(graph_path))
+    start.wait(60)
+    memory.repair()  # its first operation replays, and then this
+    memory.close()
+
+
+@pytest.mark.slow  # two Python processes start
+def test_two_processes_replaying_the_same_owed_work_do_it_once(tmp_path: Any) -> None:
+    import multiprocessing
+
+    store_path, graph_path = str(tmp_path / "memkit.db"), str(tmp_path / "graph.db")
+    store, graph = SQLiteStore(store_path), FlakySQLite(graph_path)
+    m = Memory(llm=ScriptedLLM([ALICE]), embedder=HashEmbedder(), vector_store=store,
+               history=store.history(), graph_store=graph)
+    item = m.add("Alice works at Acme", user_id="u").results[0]
+    graph.fail_after(0)
+    with pytest.raises(StoreError):
+        m.delete(item.id)
+    graph.up()
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(2)
+    workers = [context.Process(target=_repair_in_a_process, args=(store_path, graph_path, start))
+               for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+        assert worker.exitcode == 0
+    [works] = m.get_entity_graph("Alice", user_id="u", include_closed=True).relations
+    assert works.valid_to is not None
+    assert [h.event for h in m.history(works.id)] == ["RELATION_ADD", "RELATION_CLOSE"]
+    assert _owed(store) == 0
+    m.close()

@@ -1,19 +1,25 @@
-"""``server.schedule``: prune and consolidation on a schedule inside the server process,
-beside the requests it serves, logged, on the change feed, and stopped on shutdown."""
+"""``server.schedule``: prune, consolidation and graph repair on a schedule inside the
+server process, beside the requests it serves, logged, on the change feed, and stopped on
+shutdown."""
 
 from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 import httpx
 import pytest
 
 from memkit import AsyncMemory, ConfigError
+from memkit._pipeline.features.outbox import OUTBOX
 from memkit.server import Schedule, create_app
 from memkit.server._schedule import duration_of
 from memkit.stores.memory import InMemoryStore
+from memkit.stores.sqlite import SQLiteStore
 from memkit.testing import HashEmbedder, ScriptedLLM
+from tests.graph.test_memory import extraction, rel
+from tests.graph.test_outbox import FlakyGraph
 from tests.server.conftest import serving
 
 
@@ -56,14 +62,43 @@ def test_no_schedule_runs_nothing() -> None:
                                  vector_store=InMemoryStore()))
     with serving(app):
         pass
-    assert app.state.scheduler.runs == {"prune": 0, "consolidate": 0}
+    assert app.state.scheduler.runs == {"prune": 0, "consolidate": 0, "repair": 0}
+
+
+def test_scheduled_repair_writes_the_graph_work_an_outage_left_owed(tmp_path: Any) -> None:
+    """A graph outage fails an add with 503 after its memory is stored; once the graph is
+    back the scheduled repair writes its relation, with no request asking for it."""
+    store = SQLiteStore(str(tmp_path / "memkit.db"))
+    graph = FlakyGraph(str(tmp_path / "graph.db"))
+    memory = AsyncMemory(llm=ScriptedLLM([extraction(["Alice works at Acme"], [
+        rel("Alice", "works at", "Acme")])]), embedder=HashEmbedder(), vector_store=store,
+        history=store.history(), graph_store=graph)
+    app = create_app(memory, schedule={"repair_every": 0.05})
+    with serving(app) as url, httpx.Client(base_url=url, timeout=10) as client:
+        assert client.get("/v1/memories/", params={"user_id": "u"}).status_code == 200
+        graph.fail_after(0)
+        failed = client.post("/v1/memories/", json={"messages": "Alice works at Acme",
+                                                    "user_id": "u"})
+        assert failed.status_code == 503
+        [item] = client.get("/v1/memories/", params={"user_id": "u"}).json()["results"]
+        graph.up()
+        deadline = time.monotonic() + 60
+        while store.history().get(OUTBOX):
+            assert time.monotonic() < deadline, "no scheduled repair ran"
+            time.sleep(0.05)
+        [works] = client.get("/v1/entities/Alice/relations/",
+                             params={"user_id": "u"}).json()["relations"]
+        assert (works["target"], works["memory_ids"]) == ("Acme", [item["id"]])
+    assert app.state.scheduler.runs["repair"] >= 1
 
 
 def test_durations_and_schedule_mistakes() -> None:
     assert [duration_of(v) for v in ("90s", "30m", "1h", "1.5d", 2, " 2 M ")] == [
         90, 1800, 3600, 129_600, 2, 120]
+    assert Schedule.of(None).repair_every == 60 and Schedule.of(
+        {"repair_every": "off"}).repair_every is None
     for bad in ({"prune_every": "soon"}, {"prune_every": 0}, {"prune_every": True},
-                {"prune_below": 2}, {"nope": 1}):
+                {"prune_below": 2}, {"nope": 1}, {"repair_every": "never"}):
         with pytest.raises(ConfigError, match=r"server\.schedule"):
             Schedule.of(bad)
     with pytest.raises(ConfigError, match=r"server\.schedule\.consolidate_every"):
