@@ -1,9 +1,11 @@
 """What the PostgreSQL store and history share: statements as data, two drivers, pools.
 
-An operation (:mod:`memkit.stores._ops`) yields :class:`Statement` objects and
-receives their rows (``None`` for a ``fallible`` statement that failed);
-:func:`drive` runs it on a connection and :func:`adrive` on an async one, each in
-one transaction (a savepoint inside an outer one).
+An operation (:mod:`memkit.stores._ops`) yields :class:`Statement` objects (and
+:class:`Settings`) and receives their rows (``None`` for a ``fallible`` statement
+that failed); :func:`drive` runs it on a connection and :func:`adrive` on an async
+one, each in one transaction (a savepoint inside an outer one), or, for a read,
+each statement on its own. Pooled connections are in autocommit mode: a read of
+one statement is one round trip, with no ``BEGIN`` and ``COMMIT`` around it.
 """
 
 from __future__ import annotations
@@ -13,8 +15,15 @@ import hashlib
 import os
 import re
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+)
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -48,20 +57,32 @@ class Statement:
     copy_types: tuple[str, ...] = ()
 
 
-Op = Generator[Statement, Rows, T]
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Session settings (``name``, ``value`` pairs) that the statements after it need. A
+    driver sends only those its connection does not hold already, so a pooled connection
+    that serves the same kind of query again sends none."""
+
+    values: tuple[tuple[str, str], ...]
+
+
+Op = Generator[Statement | Settings, Rows, T]
+#: an operation of statements alone (schema upkeep: what a graph's transaction also runs)
+StatementOp = Generator[Statement, Rows, T]
 
 
 class Params:
-    """Named parameters of a query being built: ``add(value)`` -> its placeholder."""
+    """Named parameters of a query being built: ``add(value)`` -> its placeholder
+    (``%(f0)s``), to write into the query's text."""
 
     def __init__(self, prefix: str = "f") -> None:
         self.values: dict[str, Any] = {}
         self._prefix = prefix
 
-    def add(self, value: Any) -> sql.Placeholder:
+    def add(self, value: Any) -> str:
         name = f"{self._prefix}{len(self.values)}"
         self.values[name] = value
-        return sql.Placeholder(name)
+        return f"%({name})s"
 
 
 def check_name(name: str, what: str = "collection_name") -> str:
@@ -115,7 +136,7 @@ def _probes(stmt: Statement) -> list[tuple[str, tuple[str, ...]]]:
     raise ValueError(f"not a schema statement memkit can check: {text[:60]}")
 
 
-def missing(statements: Sequence[Statement]) -> Op[list[Statement]]:
+def missing(statements: Sequence[Statement]) -> StatementOp[list[Statement]]:
     """The statements that would create something the catalog lacks (read without a lock).
 
     Each is ``CREATE {TABLE|INDEX|EXTENSION} IF NOT EXISTS`` or ``ALTER TABLE ... ADD
@@ -126,20 +147,20 @@ def missing(statements: Sequence[Statement]) -> Op[list[Statement]]:
     if not probes:
         return []
     params = Params("c")
-    tests = [sql.SQL(test).format(*map(params.add, values)) for _, test, values in probes]
+    tests = [test.format(*map(params.add, values)) for _, test, values in probes]
     (found,), = yield Statement(
-        sql.SQL("SELECT ARRAY[{}]::boolean[]").format(sql.SQL(", ").join(tests)), params.values)
+        sql.SQL(f"SELECT ARRAY[{', '.join(tests)}]::boolean[]"), params.values)
     lacking = {i for (i, _, _), present in zip(probes, found, strict=True) if not present}
     return [stmt for i, stmt in enumerate(statements) if i in lacking]
 
 
-def each(statements: Sequence[Statement]) -> Op[None]:
+def each(statements: Sequence[Statement]) -> StatementOp[None]:
     """Run ``statements`` in order, their rows unread."""
     for stmt in statements:  # noqa: UP028 - the driver sends rows, which a list cannot take
         yield stmt
 
 
-def ddl_lock() -> Op[None]:
+def ddl_lock() -> StatementOp[None]:
     """memkit's DDL lock, and a lock timeout for the rest of the transaction."""
     yield Statement(sql.SQL("SELECT pg_advisory_xact_lock({})").format(
         sql.Literal(advisory_key("memkit-ddl"))))
@@ -147,14 +168,14 @@ def ddl_lock() -> Op[None]:
         sql.Literal(SCHEMA_LOCK_TIMEOUT)))
 
 
-def create_missing(statements: Sequence[Statement]) -> Op[bool]:
+def create_missing(statements: Sequence[Statement]) -> StatementOp[bool]:
     """Run the statements whose object is missing; whether any ran. Under :func:`ddl_lock`."""
     todo = yield from missing(statements)
     yield from each(todo)
     return bool(todo)
 
 
-def upkeep(statements: Sequence[Statement]) -> Op[bool]:
+def upkeep(statements: Sequence[Statement]) -> StatementOp[bool]:
     """Create what the catalog lacks, under the DDL lock; nothing at all (no lock) when the
     schema is complete. Whether anything was created."""
     if not (yield from missing(statements)):
@@ -193,27 +214,67 @@ async def aretrying(run: Callable[[], Any]) -> Any:
     raise AssertionError("unreachable")
 
 
-def drive(conn: psycopg.Connection[Any], op: Op[T]) -> T:
-    """Run ``op`` on ``conn`` in one transaction."""
-    try:
-        with conn.transaction(), conn.cursor() as cur:
+#: per connection, the session settings it holds (as :class:`Settings` left them)
+_held: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
 
-            def execute(stmt: Statement) -> Rows | None:
-                if stmt.fallible:
+
+def _settings(conn: Any, settings: Settings) -> Statement | None:
+    """The statement that sets what ``conn`` lacks of ``settings``, or ``None``."""
+    held = _held.setdefault(conn, {})
+    lacking = [(name, value) for name, value in settings.values if held.get(name) != value]
+    if not lacking:
+        return None
+    params = Params("s")
+    calls = [f"set_config({params.add(name)}, {params.add(value)}, false)"
+             for name, value in lacking]
+    return Statement(sql.SQL(f"SELECT {', '.join(calls)}"), params.values)
+
+
+def _settled(conn: Any, settings: Settings) -> None:
+    """Note ``settings`` as held by ``conn``: for good outside a transaction; inside one
+    (which may roll back) as unknown, so the next use sends them again."""
+    held = _held.setdefault(conn, {})
+    if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        held.update(settings.values)
+    else:
+        for name, _ in settings.values:
+            held.pop(name, None)
+
+
+def _block(conn: Any, atomic: bool) -> Any:
+    """The transaction ``op`` runs in: none for a read on an autocommit connection."""
+    return conn.transaction() if atomic or not conn.autocommit else nullcontext()
+
+
+def drive(conn: psycopg.Connection[Any], op: Op[T], atomic: bool = True) -> T:
+    """Run ``op`` on ``conn`` in one transaction; with ``atomic=False`` (a read) on an
+    autocommit connection, each statement on its own."""
+    try:
+        block: AbstractContextManager[Any] = _block(conn, atomic)
+        with block, conn.cursor() as cur:
+
+            def execute(step: Statement | Settings) -> Rows | None:
+                if isinstance(step, Settings):
+                    stmt = _settings(conn, step)
+                    if stmt is not None:
+                        cur.execute(stmt.query, stmt.params)
+                        _settled(conn, step)
+                    return []
+                if step.fallible:
                     try:
                         with conn.transaction():
-                            cur.execute(stmt.query, stmt.params)
+                            cur.execute(step.query, step.params)
                     except psycopg.Error:
                         return None
-                elif stmt.copy_types:
-                    with cur.copy(stmt.query) as copy:
-                        copy.set_types(list(stmt.copy_types))
-                        for row in stmt.params:
+                elif step.copy_types:
+                    with cur.copy(step.query) as copy:
+                        copy.set_types(list(step.copy_types))
+                        for row in step.params:
                             copy.write_row(row)
-                elif stmt.many:
-                    cur.executemany(stmt.query, stmt.params)
+                elif step.many:
+                    cur.executemany(step.query, step.params)
                 else:
-                    cur.execute(stmt.query, stmt.params)
+                    cur.execute(step.query, step.params)
                 return cur.fetchall() if cur.description else []
 
             return run(op, execute)
@@ -221,27 +282,34 @@ def drive(conn: psycopg.Connection[Any], op: Op[T]) -> T:
         raise VectorStoreError(f"PostgreSQL: {exc}") from exc
 
 
-async def adrive(conn: psycopg.AsyncConnection[Any], op: Op[T]) -> T:
-    """Run ``op`` on ``conn`` in one transaction, without blocking the event loop."""
+async def adrive(conn: psycopg.AsyncConnection[Any], op: Op[T], atomic: bool = True) -> T:
+    """:func:`drive` without blocking the event loop."""
     try:
-        async with conn.transaction(), conn.cursor() as cur:
+        block: AbstractAsyncContextManager[Any] = _block(conn, atomic)
+        async with block, conn.cursor() as cur:
 
-            async def execute(stmt: Statement) -> Rows | None:
-                if stmt.fallible:
+            async def execute(step: Statement | Settings) -> Rows | None:
+                if isinstance(step, Settings):
+                    stmt = _settings(conn, step)
+                    if stmt is not None:
+                        await cur.execute(stmt.query, stmt.params)
+                        _settled(conn, step)
+                    return []
+                if step.fallible:
                     try:
                         async with conn.transaction():
-                            await cur.execute(stmt.query, stmt.params)
+                            await cur.execute(step.query, step.params)
                     except psycopg.Error:
                         return None
-                elif stmt.copy_types:
-                    async with cur.copy(stmt.query) as acopy:
-                        acopy.set_types(list(stmt.copy_types))
-                        for row in stmt.params:
+                elif step.copy_types:
+                    async with cur.copy(step.query) as acopy:
+                        acopy.set_types(list(step.copy_types))
+                        for row in step.params:
                             await acopy.write_row(row)
-                elif stmt.many:
-                    await cur.executemany(stmt.query, stmt.params)
+                elif step.many:
+                    await cur.executemany(step.query, step.params)
                 else:
-                    await cur.execute(stmt.query, stmt.params)
+                    await cur.execute(step.query, step.params)
                 return await cur.fetchall() if cur.description else []
 
             return await arun(op, execute)
@@ -317,7 +385,7 @@ def open_pool(dsn: str, size: int, name: str | None = None,
     _probe(dsn)
     pool: ConnectionPool[Any] = ConnectionPool(
         dsn, min_size=1, max_size=size, open=False, configure=configure, name=name,
-        timeout=POOL_TIMEOUT, kwargs={"connect_timeout": CONNECT_TIMEOUT})
+        timeout=POOL_TIMEOUT, kwargs={"connect_timeout": CONNECT_TIMEOUT, "autocommit": True})
     try:
         pool.open(wait=True, timeout=POOL_TIMEOUT)
     except PoolTimeout as exc:
@@ -340,7 +408,7 @@ async def open_async_pool(dsn: str, size: int, name: str | None = None,
     await _aprobe(dsn)
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         dsn, min_size=size, max_size=size, open=False, configure=configure, name=name,
-        timeout=POOL_TIMEOUT, kwargs={"connect_timeout": CONNECT_TIMEOUT})
+        timeout=POOL_TIMEOUT, kwargs={"connect_timeout": CONNECT_TIMEOUT, "autocommit": True})
     try:
         await pool.open(wait=True, timeout=POOL_TIMEOUT)
     except PoolTimeout as exc:

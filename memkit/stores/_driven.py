@@ -92,6 +92,14 @@ class DrivenStore(VectorStore):
     @abstractmethod
     async def _arun(self, op: Op[T]) -> T: ...
 
+    def _run_read(self, op: Op[T]) -> T:
+        """Run a read (get, search, list, count, project); an engine whose reads need no
+        transaction overrides it."""
+        return self._run(op)
+
+    async def _arun_read(self, op: Op[T]) -> T:
+        return await self._arun(op)
+
     @abstractmethod
     def _reset(self) -> Op[None]: ...
 
@@ -147,26 +155,26 @@ class DrivenStore(VectorStore):
         self._run(self._delete(ids))
 
     def get(self, id: str) -> Record | None:
-        return self._run(self._get(id))
+        return self._run_read(self._get(id))
 
     def search(self, vector: Vector, limit: int, filter: Filter | None = None) -> builtins.list[Hit]:
-        return self._run(self._search(vector, limit, filter))
+        return self._run_read(self._search(vector, limit, filter))
 
     def keyword_search(self, text: str, limit: int, filter: Filter | None = None) -> builtins.list[Hit]:
-        return self._run(self._keyword_search(text, limit, filter))
+        return self._run_read(self._keyword_search(text, limit, filter))
 
     def list(
         self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
         order: Order = "id",
     ) -> tuple[builtins.list[Record], str | None]:
-        return self._run(self._list(filter, limit, cursor, order))
+        return self._run_read(self._list(filter, limit, cursor, order))
 
     def count(self, filter: Filter | None = None) -> int:
-        return self._run(self._count(filter))
+        return self._run_read(self._count(filter))
 
     def project(self, fields: Sequence[str],
                 filter: Filter | None = None) -> builtins.list[tuple[Any, ...]]:
-        return self._run(self._project(fields, filter))
+        return self._run_read(self._project(fields, filter))
 
     async def areset(self) -> None:
         await self._arun(self._reset())
@@ -181,27 +189,27 @@ class DrivenStore(VectorStore):
         await self._arun(self._delete(ids))
 
     async def aget(self, id: str) -> Record | None:
-        return await self._arun(self._get(id))
+        return await self._arun_read(self._get(id))
 
     async def asearch(
         self, vector: Vector, limit: int, filter: Filter | None = None
     ) -> builtins.list[Hit]:
-        return await self._arun(self._search(vector, limit, filter))
+        return await self._arun_read(self._search(vector, limit, filter))
 
     async def akeyword_search(
         self, text: str, limit: int, filter: Filter | None = None
     ) -> builtins.list[Hit]:
-        return await self._arun(self._keyword_search(text, limit, filter))
+        return await self._arun_read(self._keyword_search(text, limit, filter))
 
     async def alist(
         self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
         order: Order = "id",
     ) -> tuple[builtins.list[Record], str | None]:
-        return await self._arun(self._list(filter, limit, cursor, order))
+        return await self._arun_read(self._list(filter, limit, cursor, order))
 
     async def acount(self, filter: Filter | None = None) -> int:
-        return await self._arun(self._count(filter))
+        return await self._arun_read(self._count(filter))
 
     async def aproject(self, fields: Sequence[str],
                        filter: Filter | None = None) -> builtins.list[tuple[Any, ...]]:
-        return await self._arun(self._project(fields, filter))
+        return await self._arun_read(self._project(fields, filter))

@@ -43,7 +43,7 @@ _TEXT_COLUMNS = frozenset({"memory", "hash", "user_id", "agent_id", "run_id", "s
                            "memory_type"})
 _PERIOD_COLUMNS = ("valid_from", "valid_to", "expires_at", "last_accessed_at")
 ISO_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'  # to_char() of memkit._time.to_iso
-COLUMNS = sql.SQL(
+COLUMNS = (
     "id, memory, hash, user_id, agent_id, run_id, created_at, updated_at, metadata,"
     " valid_from, valid_to, expires_at, supersedes,"
     " memory_type, importance, confidence, access_count, last_accessed_at"
@@ -65,7 +65,14 @@ INSERTED_TYPES = tuple(_INSERTED_AS.values())
 # -- filter translation --------------------------------------------------------
 
 
-_FALSE = sql.SQL("FALSE")
+_FALSE = "FALSE"
+_ISO_LITERAL = sql.Literal(ISO_FORMAT).as_string(None)
+
+
+@functools.lru_cache(maxsize=64)
+def identifier(name: str) -> str:
+    """``name`` quoted as a SQL identifier (a column or table name, never a value)."""
+    return sql.Identifier(name).as_string(None)
 
 
 def _is_number(value: object) -> bool:
@@ -79,47 +86,40 @@ def _is_canonical_time(value: str) -> bool:
         return False
 
 
-def _number(p: Params, value: int | float) -> tuple[sql.Composable, sql.Composable]:
+def _number(p: Params, value: int | float) -> tuple[str, str]:
     """The cast for a JSON number and the parameter, exact for ints, float8 for floats."""
     if isinstance(value, float):
-        return sql.SQL("float8"), p.add(value)
-    return sql.SQL("numeric"), sql.SQL("{}::numeric").format(p.add(value))
+        return "float8", p.add(value)
+    return "numeric", f"{p.add(value)}::numeric"
 
 
 _ORDER = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 
 
-def _json_compare(p: Params, value: sql.Composable, op: str, target: Scalar) -> sql.Composable:
+def _json_compare(p: Params, value: str, op: str, target: Scalar) -> str:
     """``value`` (a jsonb expression) ``op`` ``target``, with the evaluator's type rules."""
+    operator = "=" if op == "eq" else _ORDER.get(op, "")
     if isinstance(target, int | float) and not isinstance(target, bool):
         cast, param = _number(p, target)
-        operator = sql.SQL("=" if op == "eq" else _ORDER[op])
-        return sql.SQL(
-            "CASE jsonb_typeof({v}) WHEN 'number' THEN ({v})::{cast} {op} {t} ELSE FALSE END"
-        ).format(v=value, cast=cast, op=operator, t=param)
+        return (f"CASE jsonb_typeof({value}) WHEN 'number' THEN ({value})::{cast} {operator}"
+                f" {param} ELSE FALSE END")
     if isinstance(target, str):
-        operator = sql.SQL("=" if op == "eq" else _ORDER[op])
-        return sql.SQL(
-            "CASE jsonb_typeof({v}) WHEN 'string' THEN ({v} #>> '{{}}') COLLATE \"C\" {op} {t}"
-            " ELSE FALSE END"
-        ).format(v=value, op=operator, t=p.add(target))
+        return (f"CASE jsonb_typeof({value}) WHEN 'string' THEN ({value} #>> '{{}}')"
+                f' COLLATE "C" {operator} {p.add(target)} ELSE FALSE END')
     if op == "eq":
-        return sql.SQL(
-            "CASE jsonb_typeof({v}) WHEN 'boolean' THEN ({v})::boolean = {t} ELSE FALSE END"
-        ).format(v=value, t=p.add(target))
+        return (f"CASE jsonb_typeof({value}) WHEN 'boolean' THEN ({value})::boolean ="
+                f" {p.add(target)} ELSE FALSE END")
     return _FALSE
 
 
-def _any_element(value: sql.Composable, predicate: sql.Composable) -> sql.Composable:
-    return sql.SQL(
-        "EXISTS (SELECT 1 FROM jsonb_array_elements({v}) AS element(e) WHERE {pred})"
-    ).format(v=value, pred=predicate)
+def _any_element(value: str, predicate: str) -> str:
+    return f"EXISTS (SELECT 1 FROM jsonb_array_elements({value}) AS element(e) WHERE {predicate})"
 
 
-def _metadata(p: Params, cond: Condition, value: sql.Composable | None = None) -> sql.Composable:
+def _metadata(p: Params, cond: Condition, value: str | None = None) -> str:
     """A metadata key (or ``value``, another jsonb expression) tested like a JSON value."""
     if value is None:
-        value = sql.SQL("(metadata -> {})").format(p.add(cond.field))
+        value = f"(metadata -> {p.add(cond.field)})"
     op, target = cond.operator, cond.value
     if op == "in":
         assert isinstance(target, tuple)
@@ -128,100 +128,84 @@ def _metadata(p: Params, cond: Condition, value: sql.Composable | None = None) -
         assert not isinstance(target, tuple)
         return _json_compare(p, value, op, target)
     assert not isinstance(target, tuple)  # contains
-    in_list = _any_element(value, _json_compare(p, sql.SQL("e"), "eq", target))
+    in_list = _any_element(value, _json_compare(p, "e", "eq", target))
     if not isinstance(target, str):
-        return sql.SQL(
-            "CASE jsonb_typeof({v}) WHEN 'array' THEN {l} ELSE FALSE END"
-        ).format(v=value, l=in_list)
-    return sql.SQL(
-        "CASE jsonb_typeof({v}) WHEN 'string' THEN strpos({v} #>> '{{}}', {t}) > 0"
-        " WHEN 'array' THEN {l} ELSE FALSE END"
-    ).format(v=value, t=p.add(target), l=in_list)
+        return f"CASE jsonb_typeof({value}) WHEN 'array' THEN {in_list} ELSE FALSE END"
+    return (f"CASE jsonb_typeof({value}) WHEN 'string' THEN strpos({value} #>> '{{}}',"
+            f" {p.add(target)}) > 0 WHEN 'array' THEN {in_list} ELSE FALSE END")
 
 
-def _icontains(p: Params, cond: Condition) -> sql.Composable:
+def _icontains(p: Params, cond: Condition) -> str:
     if not isinstance(cond.value, str):
         raise FilterError(f"{cond.field} icontains: expected a string, got {cond.value!r}")
-    value = sql.SQL("(folded -> {})").format(p.add(cond.field))
+    value = f"(folded -> {p.add(cond.field)})"
     needle = p.add(cond.value.lower())
-    in_list = _any_element(
-        value, sql.SQL("jsonb_typeof(e) = 'string' AND (e #>> '{{}}') = {t}").format(t=needle)
-    )
-    return sql.SQL(
-        "CASE jsonb_typeof({v}) WHEN 'string' THEN strpos({v} #>> '{{}}', {t}) > 0"
-        " WHEN 'array' THEN {l} ELSE FALSE END"
-    ).format(v=value, t=needle, l=in_list)
+    in_list = _any_element(value, f"jsonb_typeof(e) = 'string' AND (e #>> '{{}}') = {needle}")
+    return (f"CASE jsonb_typeof({value}) WHEN 'string' THEN strpos({value} #>> '{{}}', {needle})"
+            f" > 0 WHEN 'array' THEN {in_list} ELSE FALSE END")
 
 
-def _text_column(p: Params, cond: Condition) -> sql.Composable:
-    column = sql.Identifier(cond.field)
+def _text_column(p: Params, cond: Condition) -> str:
+    column = identifier(cond.field)
     op, target = cond.operator, cond.value
     if op == "in":
         assert isinstance(target, tuple)
         strings = [t for t in target if isinstance(t, str)]
         if not strings:
             return _FALSE
-        test = sql.SQL("{c} = ANY({t})").format(c=column, t=p.add(strings))
+        test = f"{column} = ANY({p.add(strings)})"
     elif not isinstance(target, str):
         return _FALSE
     elif op == "eq":
-        test = sql.SQL("{c} = {t}").format(c=column, t=p.add(target))
+        test = f"{column} = {p.add(target)}"
     elif op == "contains":
-        test = sql.SQL("strpos({c}, {t}) > 0").format(c=column, t=p.add(target))
+        test = f"strpos({column}, {p.add(target)}) > 0"
     else:
-        test = sql.SQL('{c} COLLATE "C" {op} {t}').format(
-            c=column, op=sql.SQL(_ORDER[op]), t=p.add(target)
-        )
+        test = f'{column} COLLATE "C" {_ORDER[op]} {p.add(target)}'
     # A NULL column is a missing field: false, never NULL.
-    return sql.SQL("({test} AND {c} IS NOT NULL)").format(test=test, c=column)
+    return f"({test} AND {column} IS NOT NULL)"
 
 
-def _time_column(p: Params, cond: Condition) -> sql.Composable:
+def _time_column(p: Params, cond: Condition) -> str:
     """A timestamp column; NULL (a missing field) makes every test false, never NULL."""
-    test = _time_test(p, cond)
-    return sql.SQL("COALESCE({test}, FALSE)").format(test=test)
+    return f"COALESCE({_time_test(p, cond)}, FALSE)"
 
 
-def _time_test(p: Params, cond: Condition) -> sql.Composable:
-    column = sql.Identifier(cond.field)
-    text = sql.SQL("to_char({c} AT TIME ZONE 'UTC', {f})").format(
-        c=column, f=sql.Literal(ISO_FORMAT)
-    )
+def _time_test(p: Params, cond: Condition) -> str:
+    column = identifier(cond.field)
+    text = f"to_char({column} AT TIME ZONE 'UTC', {_ISO_LITERAL})"
     op, target = cond.operator, cond.value
     if op == "in":
         assert isinstance(target, tuple)
         times = [to_datetime(t) for t in target if isinstance(t, str) and _is_canonical_time(t)]
-        return sql.SQL("{c} = ANY({t})").format(c=column, t=p.add(times)) if times else _FALSE
+        return f"{column} = ANY({p.add(times)})" if times else _FALSE
     if not isinstance(target, str):
         return _FALSE
     if op == "contains":
-        return sql.SQL("strpos({text}, {t}) > 0").format(text=text, t=p.add(target))
+        return f"strpos({text}, {p.add(target)}) > 0"
     if op == "eq":
         if not _is_canonical_time(target):
             return _FALSE
-        return sql.SQL("{c} = {t}").format(c=column, t=p.add(to_datetime(target)))
-    operator = sql.SQL(_ORDER[op])
+        return f"{column} = {p.add(to_datetime(target))}"
     if _is_canonical_time(target):  # the index can serve it
-        return sql.SQL("{c} {op} {t}").format(c=column, op=operator, t=p.add(to_datetime(target)))
-    return sql.SQL('{text} COLLATE "C" {op} {t}').format(text=text, op=operator, t=p.add(target))
+        return f"{column} {_ORDER[op]} {p.add(to_datetime(target))}"
+    return f'{text} COLLATE "C" {_ORDER[op]} {p.add(target)}'
 
 
-def _or(parts: list[sql.Composable]) -> sql.Composable:
-    if not parts:
-        return _FALSE
-    return sql.SQL("({})").format(sql.SQL(" OR ").join(parts))
+def _or(parts: list[str]) -> str:
+    return f"({' OR '.join(parts)})" if parts else _FALSE
 
 
-def _translate(p: Params, expr: Filter) -> sql.Composable:
+def _translate(p: Params, expr: Filter) -> str:
     if isinstance(expr, And):
-        return sql.SQL("({})").format(sql.SQL(" AND ").join(_translate(p, i) for i in expr.items))
+        return f"({' AND '.join(_translate(p, i) for i in expr.items)})"
     if isinstance(expr, Or):
         return _or([_translate(p, i) for i in expr.items])
     if isinstance(expr, Not):
-        return sql.SQL("(NOT {})").format(_translate(p, expr.item))
+        return f"(NOT {_translate(p, expr.item)})"
     if expr.operator in ("ne", "nin"):
         positive = expr.model_copy(update={"operator": "eq" if expr.operator == "ne" else "in"})
-        return sql.SQL("(NOT {})").format(_translate(p, positive))
+        return f"(NOT {_translate(p, positive)})"
     if expr.operator == "icontains":
         return _icontains(p, expr)
     if expr.field in TIME_FIELDS:
@@ -229,18 +213,21 @@ def _translate(p: Params, expr: Filter) -> sql.Composable:
     if expr.field in _TEXT_COLUMNS:
         return _text_column(p, expr)
     if expr.field in NUMBER_FIELDS:  # a NULL column is SQL NULL jsonb: every test false
-        return _metadata(p, expr, sql.SQL("to_jsonb({})").format(sql.Identifier(expr.field)))
+        return _metadata(p, expr, f"to_jsonb({identifier(expr.field)})")
     return _metadata(p, expr)
 
 
-def translate(filter: Filter | None) -> tuple[sql.Composable, dict[str, Any]]:
-    """The filter as a SQL boolean expression over a collection table, and its parameters.
+def translate(filter: Filter | None) -> tuple[str, dict[str, Any]]:
+    """The filter as the text of a SQL boolean expression over a collection table, and its
+    parameters.
 
-    Parameters are named ``f0``, ``f1``, ...; values and field names are never
-    spliced into the SQL text.
+    Parameters are named ``f0``, ``f1``, ... (``%(f0)s`` in the text); values and
+    metadata keys are never spliced into the SQL text, only the quoted names of
+    built-in columns. Text, not :mod:`psycopg.sql` objects: a search's filter is
+    translated on every call, and composing those costs more than the query.
     """
     if filter is None:
-        return sql.SQL("TRUE"), {}
+        return "TRUE", {}
     params = Params()
     return _translate(params, filter), params.values
 

@@ -26,6 +26,7 @@ from memkit._models import HistoryRecord
 from memkit._postgres import (
     Op,
     PoolOwner,
+    Settings,
     Statement,
     T,
     adrive,
@@ -85,6 +86,7 @@ from memkit.stores._pgvector_sql import (  # noqa: E402
     INSERTED_TYPES,
     ISO_FORMAT,
     RANK,
+    identifier,
     record_of,
     row_of,
     row_params,
@@ -92,6 +94,7 @@ from memkit.stores._pgvector_sql import (  # noqa: E402
 )
 
 _MAX_EF_SEARCH = 1000
+_INSERTED = ", ".join(map(identifier, INSERTED))
 #: an insert of at least this many rows that at least doubles the table rebuilds the HNSW
 #: index after the rows are in (a build is several times faster than as many inserts)
 BULK_ROWS = 5000
@@ -135,6 +138,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
     def _bind(self, table: str) -> None:
         """Use ``table``: the collection's own, or that of its last re-embedding."""
         self._table_name, self._table = table, sql.Identifier(table)
+        self._t = identifier(table)  # the same, as text for the statements of every call
         self._hnsw = hnsw_index(table)
 
     # -- connections ----------------------------------------------------
@@ -166,6 +170,14 @@ class PgVectorStore(PoolOwner, DrivenStore):
     async def _arun(self, op: Op[T]) -> T:
         async with self._aconnection() as conn:
             return await adrive(conn, op)
+
+    def _run_read(self, op: Op[T]) -> T:
+        with self._connection() as conn:
+            return drive(conn, op, atomic=False)
+
+    async def _arun_read(self, op: Op[T]) -> T:
+        async with self._aconnection() as conn:
+            return await adrive(conn, op, atomic=False)
 
     # -- lifecycle --------------------------------------------------------
     def open(self, dimension: int, model: str) -> None:
@@ -304,11 +316,8 @@ class PgVectorStore(PoolOwner, DrivenStore):
         rebuild = len(records) >= BULK_ROWS and (yield from self._rebuilds(len(records)))
         if rebuild:  # every index: a build from sorted rows beats as many inserts
             yield drop_indexes(self._table_name)
-        yield Statement(
-            sql.SQL("COPY {t} ({c}) FROM STDIN (FORMAT BINARY)").format(
-                t=self._table, c=sql.SQL(", ").join(map(sql.Identifier, INSERTED))),
-            rows, copy_types=INSERTED_TYPES,
-        )
+        yield Statement(sql.SQL(f"COPY {self._t} ({_INSERTED}) FROM STDIN (FORMAT BINARY)"),
+                        rows, copy_types=INSERTED_TYPES)
         if rebuild:
             assert self._dimension is not None
             yield from build_indexes(self._table_name, self._dimension, self.max_build_memory_mb)
@@ -333,7 +342,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
             self._check_vector(record, required=False)
             rows = yield Statement(
                 sql.SQL(
-                    "UPDATE {t} SET embedding = COALESCE(%(embedding)s::vector, embedding),"
+                    f"UPDATE {self._t} SET embedding = COALESCE(%(embedding)s::vector, embedding),"
                     " memory = %(memory)s, hash = %(hash)s, user_id = %(user_id)s,"
                     " agent_id = %(agent_id)s, run_id = %(run_id)s, created_at = %(created_at)s,"
                     " updated_at = %(updated_at)s, metadata = %(metadata)s, folded = %(folded)s,"
@@ -343,7 +352,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
                     " confidence = %(confidence)s, access_count = %(access_count)s,"
                     " last_accessed_at = %(last_accessed_at)s"
                     " WHERE id = %(id)s RETURNING id"
-                ).format(t=self._table),
+                ),
                 row_params(record),
             )
             if not rows:
@@ -351,17 +360,12 @@ class PgVectorStore(PoolOwner, DrivenStore):
 
     def _delete(self, ids: Sequence[str]) -> Op[None]:
         if ids:
-            yield Statement(
-                sql.SQL("DELETE FROM {t} WHERE id = ANY(%(ids)s)").format(t=self._table),
-                {"ids": list(ids)},
-            )
+            yield Statement(sql.SQL(f"DELETE FROM {self._t} WHERE id = ANY(%(ids)s)"),
+                            {"ids": list(ids)})
 
     def _get(self, id: str) -> Op[Record | None]:
-        rows = yield Statement(
-            sql.SQL("SELECT {cols} FROM {t} WHERE id = %(id)s").format(
-                cols=COLUMNS, t=self._table),
-            {"id": id},
-        )
+        rows = yield Statement(sql.SQL(f"SELECT {COLUMNS} FROM {self._t} WHERE id = %(id)s"),
+                               {"id": id})
         return record_of(rows[0]) if rows else None
 
     def _search(self, vector: Vector, limit: int, filter: Filter | None) -> Op[list[Hit]]:
@@ -370,40 +374,37 @@ class PgVectorStore(PoolOwner, DrivenStore):
             return []
         where, params = translate(filter)
         params |= {"q": vector, "k": limit}
-        distance = sql.SQL("embedding <=> %(q)s")
-        # Both settings in one statement. With the iterative scan the index keeps
-        # scanning until `limit` rows pass the filter; relaxed order returns them
-        # nearly sorted, so they are sorted again below.
-        settings: list[sql.Composable] = [sql.SQL("set_config('hnsw.ef_search', {}, true)").format(
-            sql.Literal(str(min(max(limit, self.ef_search), _MAX_EF_SEARCH))))]
+        distance = "embedding <=> %(q)s"
+        # Session settings, sent only when the pooled connection lacks them. With the
+        # iterative scan the index keeps scanning until `limit` rows pass the filter;
+        # relaxed order returns them nearly sorted, so they are sorted again below.
+        settings = [("hnsw.ef_search", str(min(max(limit, self.ef_search), _MAX_EF_SEARCH)))]
         if self._iterative_scan:
-            settings.append(sql.SQL("set_config('hnsw.iterative_scan', 'relaxed_order', true)"))
-        yield Statement(sql.SQL("SELECT {}").format(sql.SQL(", ").join(settings)))
-        ranked = sql.SQL("SELECT {cols}, {d} AS distance FROM {t} WHERE {w}").format(
-            cols=COLUMNS, d=distance, t=self._table, w=where)
+            settings.append(("hnsw.iterative_scan", "relaxed_order"))
+        yield Settings(tuple(settings))
+        ranked = f"SELECT {COLUMNS}, {distance} AS distance FROM {self._t} WHERE {where}"
         # One statement: a scope with at most `limit` matching rows (most users) is
         # scanned exactly, since the index would return all of them anyway; a larger
         # one goes through the HNSW index. MATERIALIZED keeps the planner from using
         # the index for the exact scan. The last column is the count (up to limit + 1).
         rows = yield Statement(sql.SQL(
             "WITH scope AS MATERIALIZED (SELECT count(*) AS n FROM"
-            " (SELECT 1 FROM {t} WHERE {w} LIMIT %(k)s + 1) AS s),"
-            " matching AS MATERIALIZED ({ranked})"
+            f" (SELECT 1 FROM {self._t} WHERE {where} LIMIT %(k)s + 1) AS s),"
+            f" matching AS MATERIALIZED ({ranked})"
             " SELECT r.*, scope.n FROM scope LEFT JOIN ("
-            "(SELECT * FROM ({ranked} ORDER BY {d} LIMIT %(k)s) AS h"
+            f"(SELECT * FROM ({ranked} ORDER BY {distance} LIMIT %(k)s) AS h"
             " WHERE (SELECT n FROM scope) > %(k)s)"
             " UNION ALL (SELECT * FROM matching WHERE (SELECT n FROM scope) <= %(k)s"
             " ORDER BY distance LIMIT %(k)s)) AS r ON true"
-        ).format(t=self._table, w=where, ranked=ranked, d=distance), params)
+        ), params)
         indexed = bool(rows) and int(rows[0][-1]) > limit
         rows = [row[:-1] for row in rows if row[0] is not None]  # the LEFT JOIN's empty row
         if indexed and len(rows) < limit:
             # The index may stop early (pgvector < 0.8, or its scan limits); an exact
             # scan of the matching rows is the answer then.
             rows = yield Statement(sql.SQL(
-                "WITH matching AS MATERIALIZED ({ranked})"
-                " SELECT * FROM matching ORDER BY distance LIMIT %(k)s"
-            ).format(ranked=ranked), params)
+                f"WITH matching AS MATERIALIZED ({ranked})"
+                " SELECT * FROM matching ORDER BY distance LIMIT %(k)s"), params)
         rows.sort(key=lambda row: (row[RANK], row[0]))
         return [Hit(record_of(row), cosine_to_score(1.0 - float(row[RANK]))) for row in rows]
 
@@ -416,14 +417,12 @@ class PgVectorStore(PoolOwner, DrivenStore):
         params |= {"k": limit, "cfg": TS_CONFIG}
         # Any of the words, each read by plainto_tsquery as plain text (never as
         # query syntax), as the sqlite store's FTS5 query does.
-        query = sql.SQL(" || ").join(
-            sql.SQL("plainto_tsquery(%(cfg)s::regconfig, {})").format(sql.Placeholder(f"w{i}"))
-            for i in range(len(words))
-        )
+        query = " || ".join(
+            f"plainto_tsquery(%(cfg)s::regconfig, %(w{i})s)" for i in range(len(words)))
         rows = yield Statement(sql.SQL(
-            "SELECT {cols}, ts_rank(fts, query) AS rank FROM {t}, (SELECT {q}) AS q(query)"
-            " WHERE fts @@ query AND {w} ORDER BY rank DESC, id LIMIT %(k)s"
-        ).format(cols=COLUMNS, t=self._table, q=query, w=where), params)
+            f"SELECT {COLUMNS}, ts_rank(fts, query) AS rank FROM {self._t},"
+            f" (SELECT {query}) AS q(query)"
+            f" WHERE fts @@ query AND {where} ORDER BY rank DESC, id LIMIT %(k)s"), params)
         best = max((float(row[RANK]) for row in rows), default=0.0)
         # Relative to the best hit, as the sqlite store scales bm25: the best scores 1.
         return [
@@ -437,28 +436,24 @@ class PgVectorStore(PoolOwner, DrivenStore):
         where, params = translate(filter)
         params |= {"k": limit + 1}
         if order == "newest":
-            by = sql.SQL("created_at DESC, id DESC")
+            by = "created_at DESC, id DESC"
             if cursor is not None:
                 created_at, id = cursor_key(cursor)
-                where = sql.SQL("{w} AND (created_at, id) < (%(c_at)s::timestamptz, %(c_id)s)").format(
-                    w=where)
+                where += " AND (created_at, id) < (%(c_at)s::timestamptz, %(c_id)s)"
                 params |= {"c_at": to_datetime(created_at), "c_id": id}
         else:
-            by = sql.SQL("id")
+            by = "id"
             if cursor is not None:
-                where = sql.SQL("{w} AND id > %(cursor)s").format(w=where)
+                where += " AND id > %(cursor)s"
                 params |= {"cursor": cursor}
         rows = yield Statement(sql.SQL(
-            "SELECT {cols} FROM {t} WHERE {w} ORDER BY {by} LIMIT %(k)s"
-        ).format(cols=COLUMNS, t=self._table, w=where, by=by), params)
+            f"SELECT {COLUMNS} FROM {self._t} WHERE {where} ORDER BY {by} LIMIT %(k)s"), params)
         page = [record_of(row) for row in rows[:limit]]
         return page, (cursor_of(page[-1], order) if len(rows) > limit and page else None)
 
     def _count(self, filter: Filter | None) -> Op[int]:
         where, params = translate(filter)
-        rows = yield Statement(
-            sql.SQL("SELECT count(*) FROM {t} WHERE {w}").format(t=self._table, w=where), params
-        )
+        rows = yield Statement(sql.SQL(f"SELECT count(*) FROM {self._t} WHERE {where}"), params)
         return int(rows[0][0])
 
     def _project(self, fields: Sequence[str],
@@ -470,7 +465,7 @@ class PgVectorStore(PoolOwner, DrivenStore):
             c=sql.Identifier(f), f=sql.Literal(ISO_FORMAT)) if f in TIME_FIELDS
             else sql.Identifier(f) for f in fields]
         rows = yield Statement(sql.SQL("SELECT {c} FROM {t} WHERE {w}").format(
-            c=sql.SQL(", ").join(columns), t=self._table, w=where), params)
+            c=sql.SQL(", ").join(columns), t=self._table, w=sql.SQL(where)), params)
         return [tuple(row) for row in rows]
 
     def _check_shape(self, vector: Vector) -> None:
