@@ -238,7 +238,7 @@ class AsyncMemory(Client):
 
     async def repair(self) -> int:
         """See :meth:`Memory.repair`."""
-        return await self._runtime.arun(requests.repair(self._settings))
+        return await self._runtime.arun(self._repair())
 
     async def prune(
         self,

@@ -23,6 +23,7 @@ from memkit._imports import load_object
 from memkit._notes.models import IndexResult
 from memkit._notes.watch import FolderWatch
 from memkit._pipeline import requests
+from memkit._pipeline.effects import Flow
 from memkit._pipeline.features.graph import GraphSettings
 from memkit._pipeline.features.lifecycle import Lifecycle, LifecycleState, flush_flow
 from memkit._pipeline.features.notes import NOTE_FILES
@@ -196,6 +197,13 @@ class Client:
             return self._runtime.run(requests.index(self._settings, path, max_file_bytes, user_id, agent_id, run_id))
 
         return FolderWatch(fspath(path), index, debounce_ms=debounce_ms, on_index=on_index).start()
+
+    def _repair(self) -> Flow[int]:
+        """The replay of owed graph work that ``repair()`` runs; as the first operation it is
+        the replay a new client does when it opens, so that one is not run (and this one
+        counts the work)."""
+        self._runtime.on_open = None
+        return requests.repair(self._settings)
 
     def close(self) -> None:
         """Write buffered reinforcements, then release the store's, the history's and the

@@ -109,6 +109,14 @@ def _plan_search_entities(a: _SearchEntitiesArgs, scope: Json) -> Plan:
             "relations": [r.model_dump(mode="json") for r in found.relations]}
 
 
+class _RepairArgs(Args):
+    pass
+
+
+def _plan_repair(a: _RepairArgs, scope: Json) -> Plan:
+    return single("repair", (), {}, lambda repaired: {"repaired": repaired})
+
+
 GRAPH_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("create_entities", "Create entities (people, places, things) or update their type "
              "and summary.", _EntitiesArgs, _plan_create_entities, read_only=False,
@@ -126,4 +134,8 @@ GRAPH_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("search_entities", "Entities named in a query (or every entity of a type when the "
              "query is empty), with their relations.", _SearchEntitiesArgs,
              _plan_search_entities, read_only=True, destructive=False, graph=True),
+    ToolSpec("memory_repair", "After a graph error, once the graph is back: write to the graph "
+             "what memory changes left owed when it failed (every scope). Returns how many "
+             "changes' graph work it wrote.", _RepairArgs, _plan_repair, read_only=False,
+             destructive=False, idempotent=True, graph=True),
 )

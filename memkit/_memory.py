@@ -321,7 +321,7 @@ class Memory(Client):
         process wrote meanwhile is not counted). Changes with graph work, and the first
         operation of a new Memory, do this first themselves; ``memkit serve`` every
         minute."""
-        return self._runtime.run(requests.repair(self._settings))
+        return self._runtime.run(self._repair())
 
     def prune(
         self,

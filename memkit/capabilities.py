@@ -130,11 +130,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     _cap("reset", ("POST /v1/reset/",), None, None,
          absent={"tool": "wipes every scope; not a model's decision",
                  "cli": "delete the store's file, or use the API with an admin key"}),
-    _cap("repair", (), None, None,
-         absent={"rest": "every add replays the graph work an outage left pending before "
-                         "its own; the server adds nothing else to do",
-                 "tool": "upkeep after a graph outage; not a model's decision",
-                 "cli": "the next add (memkit add) replays it; in Python: Memory.repair()"}),
+    _cap("repair", ("POST /v1/repair/",), "memory_repair", "repair"),
     _cap("prune", ("POST /v1/prune/",), "memory_prune", "prune"),
     _cap("consolidate", ("POST /v1/consolidate/",), "memory_consolidate", "consolidate"),
     _cap("stats", ("GET /v1/stats/",), "get_memory_stats", "stats"),

@@ -16,7 +16,7 @@ NAMES = ["add_memory", "search_memories", "get_memory", "list_memories", "update
          "memory_feedback", "memory_task_update", "memory_startup",
          "index_folder"]
 GRAPH_NAMES = ["create_entities", "create_relations", "delete_entities", "delete_relations",
-               "get_entity_graph", "search_entities"]
+               "get_entity_graph", "search_entities", "memory_repair"]
 
 
 def _memory() -> Memory:
@@ -179,6 +179,7 @@ def test_graph_tools_run_on_a_memory_with_a_graph_store(mode: str) -> None:
     assert call("delete_relations", relations=[
         {"source": "Acme", "relation": "based in", "target": "Berlin"}])["deleted"] == 1
     assert call("delete_entities", names=["Acme", "nobody"])["names"] == ["Acme"]
+    assert call("memory_repair") == {"repaired": 0}  # a graph in the store's transactions
     with pytest.raises(MemkitError, match="invalid arguments"):
         call("create_entities", entities=[])
 

@@ -13,7 +13,7 @@ def build_app() -> typer.Typer:
     from memkit.cli._app import app
     from memkit.cli._eval import eval_app
     from memkit.cli._graph import graph_app
-    from memkit.cli._lifecycle import consolidate, prune
+    from memkit.cli._lifecycle import consolidate, prune, repair
     from memkit.cli._notes import register
     from memkit.cli._reembed import reembed
     from memkit.cli._ui import ui
@@ -23,6 +23,7 @@ def build_app() -> typer.Typer:
         app.add_typer(eval_app, name="eval")
         app.command("consolidate")(consolidate)
         app.command("prune")(prune)
+        app.command("repair")(repair)
         app.command("reembed")(reembed)
         app.command("ui")(ui)
         register(app)

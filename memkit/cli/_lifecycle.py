@@ -1,4 +1,4 @@
-"""``memkit consolidate`` and ``memkit prune``: the lifecycle's upkeep, per scope."""
+"""``memkit consolidate``, ``memkit prune`` and ``memkit repair``: the upkeep of the memory."""
 
 from __future__ import annotations
 
@@ -76,3 +76,13 @@ def prune(
             table(data["results"], ["id", "memory"])
 
     emit(data, as_json, render)
+
+
+def repair(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Write to the graph what changes left owed when the graph store failed after their
+    memories were stored (every scope). The next change does it too, and memkit serve
+    every minute."""
+    with open_memory(ctx) as memory:
+        repaired = memory.repair()
+    emit({"repaired": repaired}, as_json,
+         lambda: print(f"wrote the owed graph work of {repaired} changes"))

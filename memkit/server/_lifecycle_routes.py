@@ -1,5 +1,5 @@
 """The lifecycle endpoints: statistics, consolidation, feedback and the search log, bound
-to the API key's scope like memories."""
+to the API key's scope like memories; the graph repair, for admin keys."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from pydantic import Field
 
 from memkit import ConsolidationResult, DeleteResult, MemoryStats, SearchLogEntry
-from memkit.server._auth import scope_for
+from memkit.server._auth import ScopeForbidden, scope_for
 from memkit.server._errors import ERROR_RESPONSES
 from memkit.server._events import consolidation_events
 from memkit.server._routes import Auth, Feed, Mem, filters_param, visible
@@ -48,6 +48,10 @@ class FeedbackAck(RequestBody):
     useful: bool
 
 
+class RepairAck(RequestBody):
+    repaired: int = Field(description="How many changes' owed graph work was written.")
+
+
 @lifecycle_router.get("/stats/", response_model=MemoryStats, summary="Statistics of a scope")
 async def stats(grant: Auth, mem: Mem, user_id: Id = None, agent_id: Id = None,
                 run_id: Id = None,
@@ -83,6 +87,17 @@ async def prune(body: PruneBody, grant: Auth, mem: Mem) -> DeleteResult:
     scope: dict[str, Any] = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id,
                                       run_id=body.run_id)
     return await mem.prune(body.below, dry_run=body.dry_run, filters=body.filters, **scope)
+
+
+@lifecycle_router.post("/repair/", response_model=RepairAck,
+                       summary="Write the graph work a graph outage left owed (admin keys only)")
+async def repair(grant: Auth, mem: Mem) -> RepairAck:
+    """The relations that changes committed while the graph store failed still owe the
+    graph, in every scope (the server does it every minute by itself, and the next change
+    does it first)."""
+    if not grant.admin:
+        raise ScopeForbidden("only an admin API key may repair (it works across scopes)")
+    return RepairAck(repaired=await mem.repair())
 
 
 @lifecycle_router.post("/memories/{memory_id}/feedback/", response_model=FeedbackAck,

@@ -382,3 +382,29 @@ def test_add_shows_a_spinner_while_the_model_reads(tmp_path: Path) -> None:
     assert "Likes green tea" in curated.stdout and "ADD" in curated.stdout
     assert "reading" not in add("--json").stderr
     assert "reading" not in add("--no-infer").stderr
+
+
+def test_repair_writes_the_graph_work_an_outage_left_owed(tmp_path: Path) -> None:
+    from memkit import Memory, StoreError
+    from memkit.stores.sqlite import SQLiteStore
+    from memkit.testing import HashEmbedder, ScriptedLLM
+    from tests.graph.test_memory import extraction, rel
+    from tests.graph.test_outbox import FlakyGraph
+
+    db, graph_file = tmp_path / "m.db", tmp_path / "graph.db"
+    store, graph = SQLiteStore(str(db)), FlakyGraph(str(graph_file))
+    with Memory(llm=ScriptedLLM([extraction(["Alice works at Acme"], [rel(
+            "Alice", "works at", "Acme")])]), embedder=HashEmbedder(), vector_store=store,
+            history=store.history(), graph_store=graph) as memory:
+        assert memory.get_all(user_id="u").results == []
+        graph.fail_after(0)
+        with pytest.raises(StoreError):
+            memory.add("Alice works at Acme", user_id="u")
+    config = tmp_path / "graph.json"
+    config.write_text(json.dumps({"graph_store": {"provider": "sqlite",
+                                                  "config": {"path": str(graph_file)}}}))
+    assert memkit_json(db, "--config", str(config), "repair") == {"repaired": 1}
+    assert "wrote the owed graph work of 0 changes" in memkit(
+        db, "--config", str(config), "repair").stdout
+    shown = memkit_json(db, "--config", str(config), "graph", "show", "Alice", "-u", "u")
+    assert [r["target"] for r in shown["relations"]] == ["Acme"]

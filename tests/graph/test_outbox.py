@@ -169,3 +169,18 @@ def test_postgres_graph_stopped_during_an_add_is_written_after_its_restart(tmp_p
         memory.close()
     finally:
         own.close()
+
+
+def test_the_memory_repair_tool_writes_the_owed_work(memory: Any, graph_loop: Any) -> None:
+    from memkit.tools import MemoryTools
+
+    m, graph, _ = memory
+    graph.fail_after(0)
+    with pytest.raises(StoreError):
+        m.add("Alice works at Acme", user_id="u")
+    graph.up()
+    tools = MemoryTools(m.memory, user_id="u")
+    repaired = (graph_loop.run_until_complete(tools.acall("memory_repair", {})) if m.is_async
+                else tools.call("memory_repair", {}))
+    assert repaired == {"repaired": 1}
+    assert [r.target for r in _relations(m, "Alice")] == ["Acme"]

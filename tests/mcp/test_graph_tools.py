@@ -18,7 +18,7 @@ from tests.mcp import test_stdio
 pytestmark = pytest.mark.slow  # a memkit mcp subprocess
 
 GRAPH_TOOLS = {"create_entities", "create_relations", "delete_entities", "delete_relations",
-               "get_entity_graph", "search_entities"}
+               "get_entity_graph", "search_entities", "memory_repair"}
 
 
 async def test_graph_tools_over_stdio(tmp_path: Path) -> None:
@@ -54,6 +54,7 @@ async def test_graph_tools_over_stdio(tmp_path: Path) -> None:
         assert (await call("delete_entities", names=["Acme", "nobody"]))["names"] == ["Acme"]
         graph = await call("get_entity_graph", name="Alice", depth=2)
         assert [e["name"] for e in graph["entities"]] == ["Alice"]
+        assert await call("memory_repair") == {"repaired": 0}  # nothing owed
 
         added = await call("add_memory", content="Lunch with Alice", infer=False,
                            entities=["Alice", "Zed"])

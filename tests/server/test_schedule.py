@@ -65,31 +65,59 @@ def test_no_schedule_runs_nothing() -> None:
     assert app.state.scheduler.runs == {"prune": 0, "consolidate": 0, "repair": 0}
 
 
-def test_scheduled_repair_writes_the_graph_work_an_outage_left_owed(tmp_path: Any) -> None:
-    """A graph outage fails an add with 503 after its memory is stored; once the graph is
-    back the scheduled repair writes its relation, with no request asking for it."""
+def _graph_outage_app(tmp_path: Any, **options: Any) -> tuple[Any, FlakyGraph, SQLiteStore]:
     store = SQLiteStore(str(tmp_path / "memkit.db"))
     graph = FlakyGraph(str(tmp_path / "graph.db"))
     memory = AsyncMemory(llm=ScriptedLLM([extraction(["Alice works at Acme"], [
         rel("Alice", "works at", "Acme")])]), embedder=HashEmbedder(), vector_store=store,
         history=store.history(), graph_store=graph)
-    app = create_app(memory, schedule={"repair_every": 0.05})
+    return create_app(memory, **options), graph, store
+
+
+def _fail_an_add(client: httpx.Client, graph: FlakyGraph) -> str:
+    """An add during a graph outage: 503, its memory stored; the graph back after it."""
+    assert client.get("/v1/memories/", params={"user_id": "u"}).status_code == 200
+    graph.fail_after(0)
+    failed = client.post("/v1/memories/", json={"messages": "Alice works at Acme",
+                                                "user_id": "u"})
+    assert failed.status_code == 503
+    [item] = client.get("/v1/memories/", params={"user_id": "u"}).json()["results"]
+    graph.up()
+    return str(item["id"])
+
+
+def _written(client: httpx.Client, memory_id: str) -> None:
+    [works] = client.get("/v1/entities/Alice/relations/",
+                         params={"user_id": "u"}).json()["relations"]
+    assert (works["target"], works["memory_ids"]) == ("Acme", [memory_id])
+
+
+def test_scheduled_repair_writes_the_graph_work_an_outage_left_owed(tmp_path: Any) -> None:
+    """A graph outage fails an add with 503 after its memory is stored; once the graph is
+    back the scheduled repair writes its relation, with no request asking for it."""
+    app, graph, store = _graph_outage_app(tmp_path, schedule={"repair_every": 0.05})
     with serving(app) as url, httpx.Client(base_url=url, timeout=10) as client:
-        assert client.get("/v1/memories/", params={"user_id": "u"}).status_code == 200
-        graph.fail_after(0)
-        failed = client.post("/v1/memories/", json={"messages": "Alice works at Acme",
-                                                    "user_id": "u"})
-        assert failed.status_code == 503
-        [item] = client.get("/v1/memories/", params={"user_id": "u"}).json()["results"]
-        graph.up()
+        item = _fail_an_add(client, graph)
         deadline = time.monotonic() + 60
         while store.history().get(OUTBOX):
             assert time.monotonic() < deadline, "no scheduled repair ran"
             time.sleep(0.05)
-        [works] = client.get("/v1/entities/Alice/relations/",
-                             params={"user_id": "u"}).json()["relations"]
-        assert (works["target"], works["memory_ids"]) == ("Acme", [item["id"]])
+        _written(client, item)
     assert app.state.scheduler.runs["repair"] >= 1
+
+
+def test_repair_over_rest_takes_an_admin_key(tmp_path: Any) -> None:
+    app, graph, _ = _graph_outage_app(tmp_path, schedule={"repair_every": "off"}, api_keys={
+        "root": {"admin": True}, "u-key": {"user_id": "u"}})
+    with serving(app) as url, httpx.Client(
+            base_url=url, timeout=10, headers={"Authorization": "Bearer u-key"}) as client:
+        item = _fail_an_add(client, graph)
+        assert client.post("/v1/repair/").status_code == 403  # it works across scopes
+        admin = {"Authorization": "Bearer root"}
+        assert client.post("/v1/repair/", headers=admin).json() == {"repaired": 1}
+        _written(client, item)
+        assert client.post("/v1/repair/", headers=admin).json() == {"repaired": 0}
+    assert app.state.scheduler.runs["repair"] == 0
 
 
 def test_durations_and_schedule_mistakes() -> None:
