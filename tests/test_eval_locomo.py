@@ -13,7 +13,7 @@ import pytest
 
 from memkit import Memory
 from memkit._eval.crossval import GRID
-from memkit._eval.locomo import format_report, run_locomo
+from memkit._eval.locomo import entries, format_report, ingest, run_locomo
 from memkit.testing import HashEmbedder, ScriptedLLM
 
 
@@ -97,3 +97,28 @@ def test_the_command_evaluates_the_embedder_it_is_given_in_a_throwaway_store(
     assert report["embedder"] == HashEmbedder().model_name
     assert report["runs"]["vector"]["questions"] == 6
     assert not (tmp_path / "home").exists()  # nothing written to the user's memory
+
+
+def test_observations_are_stored_in_turn_order_with_the_speaker_they_are_about(
+    tmp_path: Path,
+) -> None:
+    sample = _sample("a", "pottery")
+    sample["observation"] = {"session_1_observation": {
+        "Ann": [["Ann took a pottery class.", "D1:1"], ["Ann liked the teacher.", "D1:3"]],
+        "Ben": [["Ben's cat broke a vase.", "D1:4"], ["Ben asked about the class.", "D1:2"]],
+    }}
+    stored = entries(sample, "observations")
+    assert [(e.text, e.speaker) for e in stored] == [
+        ("Ann took a pottery class.", "Ann"), ("Ben asked about the class.", "Ben"),
+        ("Ann liked the teacher.", "Ann"), ("Ben's cat broke a vase.", "Ben")]
+    memory = _memory()
+    ingest(memory, sample, "observations", {})
+    by_text = {i.memory: i for i in memory.get_all(user_id="a").results}
+    # two speakers' observations form a dialogue: each names the one before it
+    assert by_text["Ben asked about the class."].metadata["previous_turn"] == \
+        by_text["Ann took a pottery class."].id
+    path = tmp_path / "observations.json"
+    path.write_text(json.dumps([sample]))
+    report = run_locomo(path, mode="observations", search="keyword", memory_factory=_memory)
+    assert report["memories"] == 4
+    assert report["runs"]["keyword"]["categories"]["4"]["recall"]["1"] == 100.0

@@ -33,17 +33,20 @@ class Setting:
     keyword_exponent: float = _DEFAULT.keyword_exponent
     temporal_weight: float = _DEFAULT.temporal_weight
     common_word_share: float = _DEFAULT.common_word_share
+    context_share: float = _DEFAULT.context_share
 
     @property
     def label(self) -> str:
         return (f"v{self.vector_weight:g}/k{self.keyword_weight:g}/c{self.candidates}"
-                f"/e{self.keyword_exponent:g}/t{self.temporal_weight:g}/s{self.common_word_share:g}")
+                f"/e{self.keyword_exponent:g}/t{self.temporal_weight:g}/s{self.common_word_share:g}"
+                f"/n{self.context_share:g}")
 
     def config(self) -> dict[str, Any]:
         return {"vector_weight": self.vector_weight, "keyword_weight": self.keyword_weight,
                 "candidates": self.candidates, "keyword_exponent": self.keyword_exponent,
                 "temporal_weight": self.temporal_weight,
-                "common_word_share": self.common_word_share}
+                "common_word_share": self.common_word_share,
+                "context_share": self.context_share}
 
 
 def _grid() -> tuple[Setting, ...]:
@@ -55,6 +58,7 @@ def _grid() -> tuple[Setting, ...]:
     settings += [Setting(*weights, keyword_exponent=e) for e in (1.0, 2.0, 3.0)]
     settings += [Setting(*weights, temporal_weight=t) for t in (0.0, 0.2, 0.4)]
     settings += [Setting(*weights, common_word_share=s) for s in (0.25, 0.5, 1.0)]
+    settings += [Setting(*weights, context_share=n) for n in (0.0, 0.2, 0.4)]
     return tuple(dict.fromkeys(settings))
 
 

@@ -4,7 +4,9 @@ Each conversation becomes one scope (``user_id`` = its ``sample_id``). In
 ``turns`` mode each session is one ``add(..., infer=False)`` of its turns, as
 ``"<speaker>: <text>"`` (plus ``" and shared <caption>"`` for an image) with the
 speaker as the message's name and the session date as the timestamp; in
-``observations`` mode the per-session observation facts are stored instead.
+``observations`` mode each session's observation facts are stored instead, in
+the order of the turns they summarise, each with the speaker it is about (the
+data groups them by speaker) as the message's name.
 The evaluator keeps which evidence ids each stored memory covers. Every
 question is then searched in its scope and scored on those ids.
 
@@ -121,14 +123,24 @@ def entries(sample: dict[str, Any], mode: Mode) -> list[Entry]:
                                  _offset(start, index), str(turn["speaker"])))
         else:
             observed = (sample.get("observation") or {}).get(f"session_{n}_observation") or {}
-            index = 0
-            for facts in observed.values():
-                for fact in facts:
-                    text, evidence = (fact[0], fact[1]) if isinstance(fact, list) else (fact, [])
-                    out.append(Entry(str(text), tuple(normalise_evidence(evidence)), n,
-                                     _offset(start, index)))
-                    index += 1
+            facts = [(str(text), tuple(normalise_evidence(evidence)), str(subject))
+                     for subject, listed in observed.items()
+                     for text, evidence in map(_fact, listed)]
+            facts.sort(key=lambda fact: _turn_order(fact[1]))  # stable: ties keep the data's order
+            out += [Entry(text, ids, n, _offset(start, index), subject)
+                    for index, (text, ids, subject) in enumerate(facts)]
     return out
+
+
+def _fact(fact: object) -> tuple[object, object]:
+    """An observation's text and evidence (``[text, evidence]``, or a bare text)."""
+    return (fact[0], fact[1]) if isinstance(fact, list) else (fact, [])
+
+
+def _turn_order(ids: Sequence[str]) -> tuple[int, int]:
+    """Where an observation's first evidence turn is in the conversation (none: last)."""
+    match = _EVIDENCE.fullmatch(str(ids[0])) if ids else None
+    return (int(match[1]), int(match[2])) if match else (1 << 30, 0)
 
 
 def _offset(start: datetime | None, index: int) -> datetime | None:
@@ -281,9 +293,7 @@ def evaluate(
 def _rank_key(pair: tuple[MemoryItem, list[str]]) -> tuple[float, int, int, str]:
     """Best first; equal scores by first evidence id, then text, never by random ids."""
     item, ids = pair
-    match = _EVIDENCE.fullmatch(str(ids[0])) if ids else None
-    session, turn = (int(match[1]), int(match[2])) if match else (1 << 30, 0)
-    return (-round(item.score or 0.0, 9), session, turn, item.memory)
+    return (-round(item.score or 0.0, 9), *_turn_order(ids), item.memory)
 
 
 def default_memory(embedder: str = "local") -> Memory:

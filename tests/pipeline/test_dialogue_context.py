@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.pipeline.conftest import MakeMemory
 
 QUESTION = "How was the pottery workshop in Lisbon last weekend?"
@@ -29,3 +31,37 @@ def test_a_list_of_one_speakers_facts_keeps_plain_vectors(make_memory: MakeMemor
     m.add(["User likes Python", REPLY], user_id="together", infer=False)
     m.add(REPLY, user_id="alone", infer=False)
     assert _reply_score(m, "together") == _reply_score(m, "alone")
+
+
+def _pottery_dialogue(m: object, user_id: str) -> None:
+    turns = [("Caroline", "I went to a pottery workshop in Lisbon last weekend."),
+             ("Melanie", REPLY), ("Caroline", "My cat knocked over a vase."),
+             ("Melanie", "Oh no, was it an old one?")]
+    m.add([{"role": "user", "name": n, "content": c} for n, c in turns],  # type: ignore[attr-defined]
+          user_id=user_id, infer=False)
+
+
+def test_each_turn_names_the_turn_before_it(make_memory: MakeMemory) -> None:
+    m = make_memory()
+    _pottery_dialogue(m, "dialogue")
+    m.add(["User likes Python", REPLY], user_id="facts", infer=False)
+    by_text = {i.memory: i for i in m.get_all(user_id="dialogue").results}
+    first = by_text["I went to a pottery workshop in Lisbon last weekend."]
+    assert "previous_turn" not in first.metadata
+    assert by_text[REPLY].metadata["previous_turn"] == first.id
+    assert by_text["My cat knocked over a vase."].metadata["previous_turn"] == by_text[REPLY].id
+    assert all("previous_turn" not in i.metadata for i in m.get_all(user_id="facts").results)
+
+
+def test_hybrid_search_lends_a_reply_its_questions_keywords(make_memory: MakeMemory) -> None:
+    lent, alone = make_memory(), make_memory(config={"search": {"context_share": 0.0}})
+    if not lent.memory.vector_store.supports_keyword:
+        pytest.skip("this store has no keyword search")
+    scores = []
+    for m in (lent, alone):
+        _pottery_dialogue(m, "d")
+        results = m.search("pottery workshop", user_id="d").results
+        scores.append({r.memory: r.score for r in results})
+    assert scores[0][REPLY] > scores[1][REPLY]  # the turn before it holds the words
+    # a turn with no linked neighbour among the keyword hits keeps its score
+    assert scores[0]["Oh no, was it an old one?"] == scores[1]["Oh no, was it an old one?"]

@@ -14,7 +14,12 @@ from memkit._errors import EmbeddingError, LLMError
 from memkit._filters import Filter, all_of
 from memkit._models import AddResult, HistoryRecord, MemoryEvent, OperationError, Usage
 from memkit._pipeline.add import prompts
-from memkit._pipeline.add.context import is_dialogue, with_neighbours, with_previous
+from memkit._pipeline.add.context import (
+    PREVIOUS_TURN,
+    is_dialogue,
+    with_neighbours,
+    with_previous,
+)
 from memkit._pipeline.add.parsing import (
     Decision,
     Fact,
@@ -133,7 +138,8 @@ class _Plan:
         ))
 
     def add(self, text: str, vector: Vector | None, metadata: dict[str, Any],
-            role: str | None = None, actor: str | None = None) -> None:
+            role: str | None = None, actor: str | None = None) -> str:
+        """Plan the memory's ADD; returns its id."""
         req = self.request
         metadata = with_task_status(metadata, self.lifecycle(text).get("memory_type"))
         record = Record(
@@ -146,6 +152,7 @@ class _Plan:
         self.batch.adds.append(record)
         self.events.append(record.to_event("ADD", new=text))
         self.history(record, "ADD", None, text, role, actor)
+        return record.id
 
     def none(self, record: Record, restated: bool = False) -> None:
         """Nothing to do for ``record``; ``restated``: a fact said it again (a confirmation)."""
@@ -538,7 +545,8 @@ def _add_verbatim(req: AddRequest, graph: GraphPlan | None) -> Flow[AddResult]:
     if not kept:
         return AddResult()
     texts = [m["content"] for m in kept]
-    if is_dialogue([m.get("name") or m["role"] for m in kept]):
+    dialogue = is_dialogue([m.get("name") or m["role"] for m in kept])
+    if dialogue:
         # Each turn is indexed with its context: embedded after the turn before it, then
         # mixed with its neighbours (what get() returns is the turn alone).
         contextual = yield from _embed(req, with_previous(texts), plan.errors)
@@ -547,13 +555,19 @@ def _add_verbatim(req: AddRequest, graph: GraphPlan | None) -> Flow[AddResult]:
             vectors = list(with_neighbours(np.stack(contextual)))  # type: ignore[arg-type]
     else:
         vectors = yield from _embed(req, texts, plan.errors)
+    previous: str | None = None
     for message, vector in zip(kept, vectors, strict=True):
         if vector is None:
+            previous = None
             continue
         metadata = {**req.metadata, "role": message["role"]}
         if "name" in message:
             metadata["name"] = message["name"]
-        plan.add(message["content"], vector, metadata, message["role"], message.get("name"))
+        if previous is not None:  # a dialogue's turns are linked in order (keyword context)
+            metadata[PREVIOUS_TURN] = previous
+        added = plan.add(message["content"], vector, metadata, message["role"],
+                         message.get("name"))
+        previous = added if dialogue else None
     if not req.dry_run:
         yield from embed_names(graph)
     results, outcome = yield from _apply(plan, graph)

@@ -34,6 +34,7 @@ class SearchSettings:
     temporal_weight: float
     keyword_exponent: float
     common_word_share: float
+    context_share: float
 
 
 def search_flow(
@@ -75,7 +76,8 @@ def search_flow(
     if mode == "hybrid":
         hits = fuse(vector_hits, keyword_hits, vector_weight=settings.vector_weight,
                     keyword_weight=settings.keyword_weight, limit=pool,
-                    keyword_exponent=settings.keyword_exponent)
+                    keyword_exponent=settings.keyword_exponent,
+                    context_share=settings.context_share)
     else:
         hits = vector_hits or keyword_hits
     if mode != "keyword":  # keyword scores are the store's own, not in [0, 1]

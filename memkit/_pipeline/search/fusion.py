@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from memkit.stores.base import Hit
+from memkit._pipeline.add.context import PREVIOUS_TURN
+from memkit.stores.base import Hit, Record
 
 
 def fuse(
@@ -15,6 +16,7 @@ def fuse(
     keyword_weight: float,
     limit: int,
     keyword_exponent: float = 1.0,
+    context_share: float = 0.0,
 ) -> list[Hit]:
     """Vector similarity, raised by keyword evidence: ``sv + b * sk * (1 - sv)``.
 
@@ -25,6 +27,11 @@ def fuse(
     so scores stay comparable with vector search and with ``threshold``; one
     the vector search did not return gets the lowest vector score it did return
     (it ranked below all of them).
+
+    With ``context_share``, a dialogue turn also takes that share of the keyword
+    scores of the turns beside it among the candidates (linked by
+    ``metadata["previous_turn"]``), capped at 1: "Yes, it was great!" gets some of
+    the keyword evidence of the question it answers, as its vector does.
     """
     total = vector_weight + keyword_weight
     boost = keyword_weight / total if total > 0 else 0.0
@@ -34,9 +41,28 @@ def fuse(
     keyword = {h.record.id: (h.score / best) ** keyword_exponent if best > 0 else 0.0
                for h in keyword_hits}
     records = {h.record.id: h.record for h in (*keyword_hits, *vector_hits)}
+    if context_share > 0 and keyword:
+        keyword = _with_context(keyword, records, context_share)
     fused = []
     for id, record in records.items():
         sv = vector.get(id, floor)
         fused.append(Hit(record, min(1.0, sv + boost * keyword.get(id, 0.0) * (1.0 - sv))))
     fused.sort(key=lambda h: (-h.score, h.record.id))
     return fused[:limit]
+
+
+def _with_context(keyword: dict[str, float], records: Mapping[str, Record],
+                  share: float) -> dict[str, float]:
+    """Each candidate's keyword score plus ``share`` of its linked neighbours' among the
+    candidates, capped at 1."""
+    lifted = dict(keyword)
+    for id, record in records.items():
+        previous = record.metadata.get(PREVIOUS_TURN)
+        if not isinstance(previous, str) or previous not in records:
+            continue
+        before, this = keyword.get(previous, 0.0), keyword.get(id, 0.0)
+        if before > 0:
+            lifted[id] = lifted.get(id, 0.0) + share * before
+        if this > 0:
+            lifted[previous] = lifted.get(previous, 0.0) + share * this
+    return {id: min(1.0, score) for id, score in lifted.items()}
