@@ -317,10 +317,9 @@ def test_without_a_graph_a_broad_filter_is_scored_first(
     reads: list[int | None] = []
     kept = FileMatrix._kept
 
-    def spy(self: FileMatrix, conn: Any, index: Any, where: str, params: list[Any],
-            most: int | None = None) -> Any:
+    def spy(self: FileMatrix, conn: Any, index: Any, where: Any, most: int | None = None) -> Any:
         reads.append(most)
-        return kept(self, conn, index, where, params, most)
+        return kept(self, conn, index, where, most)
 
     monkeypatch.setattr(FileMatrix, "_kept", spy)
     scopes: list[tuple[Condition, set[str]]] = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,28 @@ def test_a_second_handle_sees_writes_and_reopening_checks_dimension(tmp_path: Pa
     with pytest.raises(ConfigError, match=r"holds 8-dimensional vectors of 'contract-model'"):
         SQLiteStore(str(path)).open(DIM * 2, MODEL)
 
+
+
+def test_a_second_handle_sees_field_and_text_changes_made_without_a_vector(
+    tmp_path: Path,
+) -> None:
+    """The reader checks scopes in RAM and keeps the records it returned: an update of
+    the fields or the text alone (no new vector) by another handle reaches both."""
+    path = tmp_path / "m.db"
+    writer, reader = _store(path), _store(path)
+    writer.insert([rec("a", "old text"), rec("b", user_id="bob")])
+    alice = f({"user_id": "alice"})
+    assert [h.record.memory for h in reader.search(vec("a"), 5, alice)] == ["old text"]
+    writer.update([replace(rec("a", "new text", user_id="carol"), vector=None)])  # no new vector
+    assert reader.search(vec("a"), 5, alice) == []
+    hits = reader.search(vec("a"), 5, f({"user_id": "carol"}))
+    assert [(h.record.id, h.record.memory) for h in hits] == [("a", "new text")]
+    writer.update([replace(rec("a", "newer text", user_id="carol"), vector=None, valid_to=NOW)])
+    assert reader.search(vec("a"), 5, f({"valid_to": {"gt": NOW}})) == []
+    assert [h.record.memory for h in reader.search(vec("a"), 5, f({"valid_to": NOW}))] == [
+        "newer text"]
+    writer.close()
+    reader.close()
 
 def _add_in_process(path: str, worker: int, count: int) -> None:
     store = SQLiteStore(path)

@@ -2,8 +2,8 @@
 
 Per collection the file holds ``<tables>_records`` (text, built-in fields,
 metadata as JSON), ``<tables>_vectors`` (float32 blobs), ``<tables>_fts`` (an FTS5
-index of the text) and ``<tables>_changes`` (a log of vector changes, written by
-triggers). ``<tables>`` is the collection's name, or ``<name>__g<n>`` after a
+index of the text) and ``<tables>_changes`` (a log of the rows whose vector or fields
+changed, written by triggers). ``<tables>`` is the collection's name, or ``<name>__g<n>`` after a
 re-embedding. ``memkit_collections`` records each collection's dimension, model,
 change-log floor and live tables.
 """
@@ -64,6 +64,9 @@ def create_tables(conn: sqlite3.Connection, tables: str) -> None:
             f" BEGIN INSERT INTO {ch} (rec) VALUES ({row}.rec); END"
             for event, row in (("INSERT", "new"), ("UPDATE", "new"), ("DELETE", "old"))
         ),
+        # a record's fields changed without its vector: the matrix holds some of them too
+        f'CREATE TRIGGER IF NOT EXISTS "{c}_records_update" AFTER UPDATE ON {r}'
+        f" BEGIN INSERT INTO {ch} (rec) VALUES (new.seq); END",
         f'CREATE TRIGGER IF NOT EXISTS "{c}_fts_insert" AFTER INSERT ON {r}'
         f" BEGIN INSERT INTO {fts} (rowid, memory) VALUES (new.seq, new.memory); END",
         f'CREATE TRIGGER IF NOT EXISTS "{c}_fts_delete" AFTER DELETE ON {r}'

@@ -2,8 +2,11 @@
 
 Before each search the matrix catches up with the file: ``PRAGMA data_version``
 says whether another connection committed, and the change log (``<tables>_changes``,
-written by triggers on the vectors table) says which vectors changed, so writes
-by other processes are seen without reloading everything.
+written by triggers on the vectors and records tables) says which rows changed, so
+writes by other processes are seen without reloading everything. Beside each vector
+the matrix holds the row's scope and validity fields (:mod:`memkit.stores._columns`),
+so the filter of a search is checked on its best rows in RAM, and it keeps the rows
+searches returned, so their records are not read again.
 
 Unscoped searches over ``ann_threshold`` live rows or more, and filtered ones over
 more than ``_SCORE_FIRST_ROWS`` rows whose filter keeps many rows, ask an HNSW
@@ -22,9 +25,11 @@ import numpy as np
 import numpy.typing as npt
 
 from memkit.stores._ann import AnnIndex, Feed, usearch_index
+from memkit.stores._columns import FIELDS, Check
 from memkit.stores._matrix import Matrix, top_positions
 from memkit.stores._sqlite_schema import META
-from memkit.stores.base import Vector
+from memkit.stores._sqlite_sql import SELECT, record_of
+from memkit.stores.base import Record, Vector
 
 #: live rows from which unscoped searches use the HNSW index (``ann_threshold``)
 ANN_THRESHOLD = 20_000
@@ -42,6 +47,9 @@ _FEW_ROWS = 2_048
 # The change log is trimmed to its newest _LOG_KEEP entries once it exceeds _LOG_MAX.
 _LOG_MAX = 100_000
 _LOG_KEEP = 50_000
+#: rows kept for the records searches return; past this many they are dropped
+_ROWS_KEPT = 50_000
+_FIELDS = ", ".join(f"r.{name}" for name in FIELDS)
 
 Ranked = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
 
@@ -70,18 +78,35 @@ class FileMatrix:
         self._seen_version: int | None = None
         self._dirty = True
         self._log_floor = 0
+        self._rows: dict[int, tuple[Any, ...]] = {}
 
     def search(
         self, conn: sqlite3.Connection, version: int, query: Vector, limit: int,
-        where: str | None, params: list[Any],
+        where: str | None, params: list[Any], check: Check | None = None,
     ) -> Ranked:
-        """The ``seq`` and cosine of the best ``limit`` rows (of those ``where`` keeps),
+        """The ``seq`` and cosine of the best ``limit`` rows (of those ``where`` keeps;
+        ``check``: the same filter on :data:`FIELDS`, when it can be told from them),
         best first; ``version`` is the file's ``data_version`` (call under the
         connection's lock, inside a read transaction)."""
         index = self._synced(conn, version)
         if where is not None:
-            return self._filtered(conn, index, query, limit, where, params)
+            return self._filtered(conn, index, query, limit, _Where(where, params, check))
         return self._unscoped(conn, index, query, limit)
+
+    def records_of(self, conn: sqlite3.Connection, seqs: list[int]) -> dict[int, Record]:
+        """The records of ``seqs`` (those present), from the rows kept since a search last
+        met them, else read (call after :meth:`search`, in its transaction)."""
+        rows = self._rows
+        missing = [s for s in seqs if s not in rows]
+        if missing:
+            if len(rows) + len(missing) > _ROWS_KEPT:
+                rows.clear()
+            for row in conn.execute(
+                f"SELECT seq, {SELECT} FROM {self.records}"
+                " WHERE seq IN (SELECT value FROM json_each(?))", (json.dumps(missing),),
+            ):
+                rows[row[0]] = row[1:]
+        return {s: record_of(rows[s]) for s in seqs if s in rows}
 
     # -- the change log ---------------------------------------------------------------
     def after_write(self, conn: sqlite3.Connection) -> None:
@@ -122,8 +147,7 @@ class FileMatrix:
 
     # -- filtered searches ------------------------------------------------------------
     def _filtered(
-        self, conn: sqlite3.Connection, index: Matrix, query: Vector, limit: int,
-        where: str, params: list[Any],
+        self, conn: sqlite3.Connection, index: Matrix, query: Vector, limit: int, where: _Where,
     ) -> Ranked:
         """The top ``limit`` among the rows ``where`` keeps.
 
@@ -135,21 +159,20 @@ class FileMatrix:
         every row the filter keeps is read and ranked. Without an HNSW index it is scored
         first, as small matrices are."""
         if index.size <= _SCORE_FIRST_ROWS:
-            return self._score_first(conn, index, query, limit, where, params)
-        positions, read = self._kept(conn, index, where, params, _FEW_ROWS + 1)
+            return self._score_first(conn, index, query, limit, where)
+        positions, read = self._kept(conn, index, where, _FEW_ROWS + 1)
         if read > _FEW_ROWS:
             near = self._near(conn, index)
             if near is None:
-                return self._score_first(conn, index, query, limit, where, params)
-            served = self._ann_filtered(near, conn, index, query, limit, where, params)
+                return self._score_first(conn, index, query, limit, where)
+            served = self._ann_filtered(near, conn, index, query, limit, where)
             if served is not None:
                 return served
-            positions, _ = self._kept(conn, index, where, params)
+            positions, _ = self._kept(conn, index, where)
         return index.top(query, limit, positions)
 
     def _score_first(
-        self, conn: sqlite3.Connection, index: Matrix, query: Vector, limit: int,
-        where: str, params: list[Any],
+        self, conn: sqlite3.Connection, index: Matrix, query: Vector, limit: int, where: _Where,
     ) -> Ranked:
         """The whole matrix scored, then the filter checked on its best rows only, more
         of them while too few pass (sized by the share that did): once ``limit`` pass, no
@@ -163,7 +186,7 @@ class FileMatrix:
         while True:
             best = top_positions(sims, count)
             new = best[~np.isin(best, checked)]  # a wider round checks only its new rows
-            kept = np.concatenate([kept, new[self._passing(conn, index.seqs[new], where, params)]])
+            kept = np.concatenate([kept, new[self._passing(conn, index, new, where)]])
             checked = np.concatenate([checked, new])
             passed = np.isin(best, kept)
             found = int(np.count_nonzero(passed))
@@ -173,13 +196,13 @@ class FileMatrix:
             count = max(2 * count, -(-3 * limit * count // (2 * max(found, 1))))
             if 3 * count > live:
                 break
-        positions, _ = self._kept(conn, index, where, params)
+        positions, _ = self._kept(conn, index, where)
         best = positions[top_positions(sims[positions], limit)]
         return index.seqs[best], sims[best]
 
     def _ann_filtered(
         self, near: Callable[[Vector, int], npt.NDArray[np.intp]], conn: sqlite3.Connection,
-        index: Matrix, query: Vector, limit: int, where: str, params: list[Any],
+        index: Matrix, query: Vector, limit: int, where: _Where,
     ) -> Ranked | None:
         """The ann's candidates (``near``) that pass the filter, re-ranked exactly; None
         when the filter keeps too few of them. At least twice ``limit`` must pass, so the
@@ -188,7 +211,7 @@ class FileMatrix:
         count = max(_ANN_MIN_CANDIDATES, _ANN_FACTOR * limit)
         while True:
             positions = near(query, count)
-            passed = positions[self._passing(conn, index.seqs[positions], where, params)]
+            passed = positions[self._passing(conn, index, positions, where)]
             if len(passed) >= 2 * limit or count >= live:
                 return index.top(query, limit, passed)
             # the count at which twice ``limit`` should pass, by the share that did
@@ -197,25 +220,29 @@ class FileMatrix:
                 return None
 
     def _passing(
-        self, conn: sqlite3.Connection, seqs: npt.NDArray[np.int64], where: str,
-        params: list[Any],
+        self, conn: sqlite3.Connection, index: Matrix, positions: npt.NDArray[np.intp],
+        where: _Where,
     ) -> npt.NDArray[np.bool_]:
-        """Which of ``seqs`` the filter keeps (one query, however many)."""
+        """Which of the rows at ``positions`` the filter keeps (in RAM, else one query)."""
+        if where.check is not None:
+            return where.check(index.fields[positions])
+        seqs = index.seqs[positions]
         rows = conn.execute(
             f"SELECT seq FROM {self.records} WHERE seq IN"
-            f" (SELECT value FROM json_each(?)) AND ({where})",
-            [json.dumps(seqs.tolist()), *params],
+            f" (SELECT value FROM json_each(?)) AND ({where.sql})",
+            [json.dumps(seqs.tolist()), *where.params],
         ).fetchall()
         return np.isin(seqs, np.array([r[0] for r in rows], np.int64))
 
     def _kept(
-        self, conn: sqlite3.Connection, index: Matrix, where: str, params: list[Any],
-        most: int | None = None,
+        self, conn: sqlite3.Connection, index: Matrix, where: _Where, most: int | None = None,
     ) -> tuple[npt.NDArray[np.intp], int]:
         """The matrix positions of the live rows ``where`` keeps, reading at most ``most``
         rows, and how many rows were read."""
         cap = f" LIMIT {int(most)}" if most is not None else ""
-        rows = conn.execute(f"SELECT seq FROM {self.records} WHERE {where}{cap}", params).fetchall()
+        rows = conn.execute(
+            f"SELECT seq FROM {self.records} WHERE {where.sql}{cap}", where.params
+        ).fetchall()
         return index.positions(np.array([r[0] for r in rows], np.int64)), len(rows)
 
     # -- the matrix ------------------------------------------------------------------
@@ -229,21 +256,30 @@ class FileMatrix:
         ).fetchone()
         floor = int(row[0]) if row else 0
         if index is None or self._last_change < floor:
-            index = Matrix(self._dimension())
-            rows = conn.execute(f"SELECT rec, vector FROM {self.vectors} ORDER BY rec").fetchall()
-            index.load(np.array([r[0] for r in rows], np.int64), self._unpack(rows))
+            index = Matrix(self._dimension(), len(FIELDS))
+            rows = conn.execute(
+                f"SELECT v.rec, v.vector, {_FIELDS} FROM {self.vectors} AS v"
+                f" JOIN {self.records} AS r ON r.seq = v.rec ORDER BY v.rec"
+            ).fetchall()
+            index.load(np.array([r[0] for r in rows], np.int64), self._unpack(rows),
+                       _fields(rows))
+            self._rows.clear()
         else:
             rows = conn.execute(
-                f"SELECT c.rec, v.vector FROM (SELECT DISTINCT rec FROM {self.changes}"
-                f" WHERE seq > ?) AS c LEFT JOIN {self.vectors} AS v ON v.rec = c.rec",
+                f"SELECT c.rec, v.vector, {_FIELDS} FROM (SELECT DISTINCT rec FROM"
+                f" {self.changes} WHERE seq > ?) AS c LEFT JOIN {self.vectors} AS v"
+                f" ON v.rec = c.rec LEFT JOIN {self.records} AS r ON r.seq = v.rec",
                 (self._last_change,),
             ).fetchall()
             present = [r for r in rows if r[1] is not None]
             gone = [r[0] for r in rows if r[1] is None]
             if present:
-                index.upsert(np.array([r[0] for r in present], np.int64), self._unpack(present))
+                index.upsert(np.array([r[0] for r in present], np.int64), self._unpack(present),
+                             _fields(present))
             if gone:
                 index.remove(np.array(gone, np.int64))
+            for row in rows:
+                self._rows.pop(row[0], None)
         self._last_change = max(floor, self._log_bounds(conn)[1])
         self._log_floor = floor
         self._index, self._seen_version, self._dirty = index, version, False
@@ -324,3 +360,20 @@ class FileMatrix:
             return np.empty((0, dimension), np.float32)
         return np.frombuffer(b"".join(r[1] for r in rows), np.float32).reshape(-1, dimension).copy()
 
+
+class _Where:
+    """A search's filter: as SQL with its parameters, and as a check of :data:`FIELDS`
+    when it can be told from them."""
+
+    __slots__ = ("check", "params", "sql")
+
+    def __init__(self, sql: str, params: list[Any], check: Check | None) -> None:
+        self.sql, self.params, self.check = sql, params, check
+
+
+def _fields(rows: list[Any]) -> npt.NDArray[np.object_]:
+    """The :data:`FIELDS` of rows ``(rec, vector, *fields)``."""
+    fields = np.empty((len(rows), len(FIELDS)), object)
+    for i, row in enumerate(rows):
+        fields[i] = row[2:]
+    return fields

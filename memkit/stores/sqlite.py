@@ -24,6 +24,7 @@ import numpy as np
 from memkit._errors import ConfigError, VectorStoreError
 from memkit._filters import Filter
 from memkit.history.sqlite import SQLiteConnection, SQLiteHistory, check_identifier
+from memkit.stores._columns import columnar
 from memkit.stores._generations import next_generation
 from memkit.stores._matrix import unit
 from memkit.stores._sqlite_schema import META, create_meta, create_tables, drop_tables
@@ -307,13 +308,14 @@ class SQLiteStore(VectorStore):
         where, params = translate(filter)
         if limit <= 0:
             return []
+        check = None if filter is None else columnar(filter)
         with self._db.lock:
             version = self._db.data_version()
             with self._read(shared=True) as conn:
                 seqs, sims = self._matrix.search(
-                    conn, version, query, limit, None if filter is None else where, params
+                    conn, version, query, limit, None if filter is None else where, params, check
                 )
-                records = self._by_seq(conn, seqs.tolist())
+                records = self._matrix.records_of(conn, seqs.tolist())
         return [
             Hit(records[s], _score(float(sim)))
             for s, sim in zip(seqs.tolist(), sims.tolist(), strict=True)

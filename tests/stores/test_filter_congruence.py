@@ -13,6 +13,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memkit import FilterError
@@ -289,3 +290,25 @@ def test_unicode_case_folding_matches_python_lower(loaded: VectorStore) -> None:
                 continue
             assert got == expected(expr), (field, needle)
 
+
+
+def test_the_sqlite_stores_check_in_ram_returns_the_reference_rows() -> None:
+    """The filters :func:`columnar` can tell from the fields held in RAM (the SQLite store
+    checks a search's best rows with it) keep exactly the reference's records."""
+    from memkit.stores._columns import FIELDS as HELD
+    from memkit.stores._columns import columnar
+
+    rows = np.array([[getattr(r, name) for name in HELD] for r in CORPUS], dtype=object)
+    exprs = [e for _, e in generate(seed=SEED + 7)] + [parse_filter(raw) for raw in (
+        {"user_id": "alice"}, {"user_id": {"in": ["bob", 3, True]}}, {"agent_id": {"ne": "x"}},
+        {"valid_to": {"lte": TIMES[2]}}, {"NOT": {"expires_at": {"gt": TIMES[3]}}},
+        {"run_id": {"nin": ["r1"]}}, {"agent_id": {"gte": 5}}, {"user_id": {"eq": 1.5}}, {"user_id": {"lt": "b"}})]
+    told = 0
+    for expr in exprs:
+        check = columnar(expr)
+        if check is None:
+            continue
+        told += 1
+        kept = {r.id for r, keep in zip(CORPUS, check(rows), strict=True) if keep}
+        assert kept == expected(expr), expr
+    assert told >= 20
