@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import random
 from dataclasses import replace
 from pathlib import Path
 
@@ -215,6 +216,50 @@ def test_keyword_search_matches_english_words_by_their_stem(tmp_path: Path) -> N
     assert ids(store.keyword_search("randonnee zurich", limit=5)) == ["c"]  # folded, unstemmed
     store.close()
 
+
+
+_WORDS = ["tea", "coffee", "paint", "painting", "painted", "dog", "dogs", "Zürich", "café",
+          "naïve", "support", "group", "Caroline", "Melanie", "went", "go", "going", "sunrise",
+          "lake", "hike", "book", "books", "read"]
+
+
+def test_keyword_ranks_computed_in_ram_are_fts5s_own(tmp_path: Path) -> None:
+    """Keyword search scores bm25 in RAM: ids, order and scores equal FTS5's own ranking
+    (``_fts_search``), for scopes, for words FTS5 reads as several terms (it answers
+    those itself), and after another handle deletes, edits and adds records."""
+    rng = random.Random(7)
+    path = tmp_path / "m.db"
+    store, writer = _store(path), _store(path)
+
+    def text() -> str:
+        return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 14)))
+
+    writer.insert([rec(f"r{i}", text(), user_id=rng.choice(["a", "b", None]))
+                   for i in range(300)])
+    queries = [" ".join(rng.sample(_WORDS, rng.randint(1, 4))) for _ in range(24)]
+    queries += ["Caroline's dogs", "tea-time", "ZÜRICH cafe", "nothing matches this"]
+    filters = [None, f({"user_id": "a"}), f({"user_id": {"ne": "a"}}),
+               f({"AND": [{"user_id": "b"}, {"valid_to": {"gt": NOW}}]}),
+               f({"topic": "x"})]  # a metadata filter: FTS5 answers
+
+    def same() -> None:
+        for query in queries:
+            for condition in filters:
+                where, params = translate(condition)
+                fts = store._fts_search(fts_query(query) or "", 25, condition, where, params)
+                got = store.keyword_search(query, 25, condition)
+                assert [(h.record.id, h.score) for h in got] == [
+                    (h.record.id, h.score) for h in fts], (query, condition)
+
+    same()
+    writer.update([replace(rec(f"r{i}", text(), user_id="a"), vector=None)
+                   for i in range(1, 300, 11)])
+    writer.insert([rec(f"n{i}", text(), user_id="b") for i in range(40)])
+    same()
+    writer.delete([f"r{i}" for i in range(0, 300, 9)])
+    same()
+    store.close()
+    writer.close()
 
 def test_scope_search_uses_the_scope_index(tmp_path: Path) -> None:
     store = _store(tmp_path / "m.db")

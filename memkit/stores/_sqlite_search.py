@@ -27,6 +27,7 @@ import numpy.typing as npt
 from memkit.stores._ann import AnnIndex, Feed, usearch_index
 from memkit.stores._columns import FIELDS, Check
 from memkit.stores._matrix import Matrix, top_positions
+from memkit.stores._sqlite_keywords import Index, bm25, terms_of, varint
 from memkit.stores._sqlite_schema import META
 from memkit.stores._sqlite_sql import SELECT, record_of
 from memkit.stores.base import Record, Vector
@@ -49,7 +50,9 @@ _LOG_MAX = 100_000
 _LOG_KEEP = 50_000
 #: rows kept for the records searches return; past this many they are dropped
 _ROWS_KEPT = 50_000
-_FIELDS = ", ".join(f"r.{name}" for name in FIELDS)
+#: beside FIELDS in the matrix: the row's length in terms, for bm25
+LENGTH = len(FIELDS)
+_FIELDS = ", ".join(f"r.{name}" for name in FIELDS) + ", d.sz"
 
 Ranked = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
 
@@ -69,6 +72,8 @@ class FileMatrix:
         self.records = f'"{tables}_records"'
         self.vectors = f'"{tables}_vectors"'
         self.changes = f'"{tables}_changes"'
+        self.sizes = f'"{tables}_fts_docsize"'
+        self.keywords = Index(tables)
         self._dimension = dimension
         self._ann_threshold = ann_threshold
         self.ann_class = usearch_index() if ann_threshold else None
@@ -92,6 +97,43 @@ class FileMatrix:
         if where is not None:
             return self._filtered(conn, index, query, limit, _Where(where, params, check))
         return self._unscoped(conn, index, query, limit)
+
+    def keyword(
+        self, conn: sqlite3.Connection, version: int, words: list[str], limit: int,
+        check: Check,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+        """The ``seq`` and FTS5 ``bm25()`` rank of the best ``limit`` rows holding any of
+        ``words`` that ``check`` keeps, best (lowest) first, ties by ``seq``, as FTS5
+        ranks them (:mod:`memkit.stores._sqlite_keywords`); None when FTS5 must answer: a
+        word it reads as several terms or none, or a row the matrix lacks."""
+        terms = terms_of(words)
+        if any(term is None for term in terms):
+            return None
+        index = self._synced(conn, version)
+        phrases = [self.keywords.postings(conn, term) for term in terms if term is not None]
+        matched = np.unique(np.concatenate([seqs for seqs, _ in phrases]))
+        rows, tokens = self.keywords.totals(conn)
+        if not len(matched) or rows <= 0:
+            return np.empty(0, np.int64), np.empty(0, np.float64)
+        pos = index.find(matched)
+        if (pos < 0).any() or not index.alive[pos].all():
+            return None
+        ranks = bm25(phrases, matched, index.fields[pos, LENGTH].astype(np.float64),
+                     rows, tokens)
+        order = np.lexsort((matched, ranks))
+        count = max(_SCORE_FIRST_MIN, _SCORE_FIRST_FACTOR * limit)
+        checked = 0
+        kept: list[npt.NDArray[np.intp]] = []
+        found = 0
+        while found < limit and checked < len(order):  # the best rows first, more if needed
+            block = order[checked : checked + count]
+            passed = block[check(index.fields[pos[block]])]
+            kept.append(passed)
+            found += len(passed)
+            checked += len(block)
+            count *= 2
+        best = np.concatenate(kept)[:limit] if kept else np.empty(0, np.intp)
+        return matched[best], ranks[best]
 
     def records_of(self, conn: sqlite3.Connection, seqs: list[int]) -> dict[int, Record]:
         """The records of ``seqs`` (those present), from the rows kept since a search last
@@ -256,19 +298,22 @@ class FileMatrix:
         ).fetchone()
         floor = int(row[0]) if row else 0
         if index is None or self._last_change < floor:
-            index = Matrix(self._dimension(), len(FIELDS))
+            index = Matrix(self._dimension(), LENGTH + 1)
             rows = conn.execute(
                 f"SELECT v.rec, v.vector, {_FIELDS} FROM {self.vectors} AS v"
-                f" JOIN {self.records} AS r ON r.seq = v.rec ORDER BY v.rec"
+                f" JOIN {self.records} AS r ON r.seq = v.rec"
+                f" LEFT JOIN {self.sizes} AS d ON d.id = v.rec ORDER BY v.rec"
             ).fetchall()
             index.load(np.array([r[0] for r in rows], np.int64), self._unpack(rows),
                        _fields(rows))
             self._rows.clear()
+            self.keywords.clear()
         else:
             rows = conn.execute(
                 f"SELECT c.rec, v.vector, {_FIELDS} FROM (SELECT DISTINCT rec FROM"
                 f" {self.changes} WHERE seq > ?) AS c LEFT JOIN {self.vectors} AS v"
-                f" ON v.rec = c.rec LEFT JOIN {self.records} AS r ON r.seq = v.rec",
+                f" ON v.rec = c.rec LEFT JOIN {self.records} AS r ON r.seq = v.rec"
+                f" LEFT JOIN {self.sizes} AS d ON d.id = v.rec",
                 (self._last_change,),
             ).fetchall()
             present = [r for r in rows if r[1] is not None]
@@ -280,6 +325,8 @@ class FileMatrix:
                 index.remove(np.array(gone, np.int64))
             for row in rows:
                 self._rows.pop(row[0], None)
+            if rows:
+                self.keywords.clear()
         self._last_change = max(floor, self._log_bounds(conn)[1])
         self._log_floor = floor
         self._index, self._seen_version, self._dirty = index, version, False
@@ -372,8 +419,10 @@ class _Where:
 
 
 def _fields(rows: list[Any]) -> npt.NDArray[np.object_]:
-    """The :data:`FIELDS` of rows ``(rec, vector, *fields)``."""
-    fields = np.empty((len(rows), len(FIELDS)), object)
+    """The :data:`FIELDS` and :data:`LENGTH` of rows ``(rec, vector, *fields, docsize)``
+    (``docsize``: FTS5's varint of the row's terms)."""
+    fields = np.empty((len(rows), LENGTH + 1), object)
     for i, row in enumerate(rows):
-        fields[i] = row[2:]
+        fields[i, :LENGTH] = row[2:-1]
+        fields[i, LENGTH] = varint(row[-1], 0)[0] if row[-1] else 0
     return fields

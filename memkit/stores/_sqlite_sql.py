@@ -224,15 +224,19 @@ def lower(value: str | bytes | int | float | None) -> str | bytes | int | float 
     return value.lower() if isinstance(value, str) else value
 
 
+def fts_words(text: str) -> list[str]:
+    """The words of ``text`` a keyword search looks for: each once, split at white space
+    and control characters (so a NUL never reaches FTS5), those with a letter or digit."""
+    return list(dict.fromkeys(
+        w for w in _CONTROL.sub(" ", text).split() if any(ch.isalnum() for ch in w)
+    ))
+
+
 def fts_query(text: str) -> str | None:
     """An FTS5 query matching any of the words of ``text``, each quoted so it is never syntax.
 
-    Words repeat once and control characters separate words, so a query of one
-    word repeated costs what the word costs, and a NUL never reaches FTS5."""
-    words = dict.fromkeys(
-        w for w in _CONTROL.sub(" ", text).split() if any(ch.isalnum() for ch in w)
-    )
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words) or None
+    Words repeat once, so a query of one word repeated costs what the word costs."""
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in fts_words(text)) or None
 
 
 # -- records ------------------------------------------------------------------------

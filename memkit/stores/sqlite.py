@@ -35,6 +35,7 @@ from memkit.stores._sqlite_sql import (
     SELECT,
     count_rows,
     fts_query,
+    fts_words,
     lower,
     marks,
     record_of,
@@ -323,10 +324,26 @@ class SQLiteStore(VectorStore):
         ]
 
     def keyword_search(self, text: str, limit: int, filter: Filter | None = None) -> list[Hit]:
-        query = fts_query(text)
+        """FTS5's ``bm25()`` ranking, computed in RAM when every word is one term and the
+        filter can be told from the fields the matrix holds, else by FTS5."""
+        words = fts_words(text)
         where, params = translate(filter)
-        if query is None or limit <= 0:
+        if not words or limit <= 0:
             return []
+        check = columnar(filter)
+        if check is not None:
+            with self._db.lock:
+                version = self._db.data_version()
+                with self._read(shared=True) as conn:
+                    found = self._matrix.keyword(conn, version, words, limit, check)
+                    if found is not None:
+                        records = self._matrix.records_of(conn, found[0].tolist())
+                        return _keyword_hits(
+                            list(zip(found[0].tolist(), found[1].tolist(), strict=True)), records)
+        return self._fts_search(fts_query(text) or "", limit, filter, where, params)
+
+    def _fts_search(self, query: str, limit: int, filter: Filter | None, where: str,
+                    params: list[Any]) -> list[Hit]:
         fts = self._fts
         # Rank in FTS5 first, then join the records: a rowid constraint pushed into FTS5
         # (``rowid IN (...)``) makes it re-run the query per row.
@@ -339,14 +356,7 @@ class SQLiteStore(VectorStore):
                 [query, *(params if filter is not None else []), limit],
             ).fetchall()
             records = self._by_seq(conn, [seq for seq, _ in ranked])
-        if not ranked:
-            return []
-        best = min(rank for _, rank in ranked)
-        return [
-            Hit(records[seq], min(1.0, max(0.0, rank / best)) if best < 0 else 1.0)
-            for seq, rank in ranked
-            if seq in records
-        ]
+        return _keyword_hits(ranked, records)
 
     def _by_seq(self, conn: sqlite3.Connection, seqs: list[int]) -> dict[int, Record]:
         if not seqs:
@@ -406,3 +416,16 @@ class SQLiteStore(VectorStore):
             return conn.execute(
                 f"SELECT {', '.join(fields)} FROM {self._records} WHERE {where}", params
             ).fetchall()
+
+
+def _keyword_hits(ranked: builtins.list[tuple[int, float]], records: dict[int, Record]
+                  ) -> builtins.list[Hit]:
+    """Hits of ``(seq, bm25 rank)`` pairs, best first: scores are ranks over the best one's."""
+    if not ranked:
+        return []
+    best = min(rank for _, rank in ranked)
+    return [
+        Hit(records[seq], min(1.0, max(0.0, rank / best)) if best < 0 else 1.0)
+        for seq, rank in ranked
+        if seq in records
+    ]
