@@ -73,3 +73,16 @@ def _cell(value: Any) -> str:
             return "-"
         return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
     return str(value)
+
+
+def locomo_sessions(samples: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The turns of each LoCoMo session, session by session, conversation by conversation."""
+    from memkit._eval.locomo import entries
+
+    sessions: list[list[str]] = []
+    for sample in samples:
+        texts: dict[int, list[str]] = {}
+        for entry in entries(sample, "turns"):
+            texts.setdefault(entry.session, []).append(entry.text)
+        sessions.extend(texts.values())
+    return sessions

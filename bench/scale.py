@@ -45,7 +45,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
-from _common import machine, median, percentile, table, write_results  # noqa: E402
+from _common import (  # noqa: E402
+    locomo_sessions,
+    machine,
+    median,
+    percentile,
+    table,
+    write_results,
+)
 from ann_probe import vectors as synthetic  # noqa: E402
 
 DIM = 384
@@ -269,17 +276,10 @@ def _peak_rss_mb() -> float:
 def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
     """Local embedder load and throughput; Memory.add(infer=False) against it."""
     from memkit import Memory
-    from memkit._eval.locomo import entries, load_samples
+    from memkit._eval.locomo import load_samples
     from memkit.embeddings.local import LocalEmbedder
 
-    samples = load_samples(args.data)
-    sessions: list[list[str]] = []
-    for sample in samples:
-        texts: dict[int, list[str]] = {}
-        for entry in entries(sample, "turns"):
-            texts.setdefault(entry.session, []).append(entry.text)
-        sessions.extend(texts.values())
-    sessions = sessions[: args.pipeline_sessions]
+    sessions = locomo_sessions(load_samples(args.data))[: args.pipeline_sessions]
     count = sum(len(s) for s in sessions)
 
     start = time.perf_counter()

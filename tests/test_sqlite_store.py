@@ -162,6 +162,25 @@ def test_a_failed_history_write_rolls_back_the_records(tmp_path: Path) -> None:
     store.close()
 
 
+
+def test_a_rolled_back_transaction_leaves_nothing_in_later_searches(tmp_path: Path) -> None:
+    """A search inside a write transaction sees its uncommitted rows; once it rolls back,
+    searches see none of them (vectors, fields, kept records, keyword postings)."""
+    store = _store(tmp_path / "m.db")
+    store.insert([rec("existing", "old text")])
+    alice = f({"user_id": "alice"})
+    assert ids(store.keyword_search("text", 5, alice)) == ["existing"]
+    with pytest.raises(RuntimeError, match="crash"), store.transaction():
+        store.insert([rec("new", "new text")])
+        store.update([replace(rec("existing", "changed text"), vector=None)])
+        assert ids(store.search(vec("new"), 5, alice)) == ["new", "existing"]
+        assert ids(store.keyword_search("new", 5, alice)) == ["new"]
+        raise RuntimeError("crash")
+    assert ids(store.search(vec("new"), 5, alice)) == ["existing"]
+    assert [h.record.memory for h in store.search(vec("new"), 5, alice)] == ["old text"]
+    assert store.keyword_search("new changed", 5, alice) == []
+    store.close()
+
 def test_collections_share_a_file_without_mixing(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     first, second = _store(path, "first"), SQLiteStore(str(path), collection_name="second")

@@ -11,7 +11,7 @@ SQL checks those.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -22,20 +22,21 @@ from memkit._filters import And, Condition, Filter, Not, Or
 FIELDS = ("user_id", "agent_id", "run_id", "created_at", "valid_from", "valid_to", "expires_at")
 _COLUMN = {name: i for i, name in enumerate(FIELDS)}
 
-Rows = npt.NDArray[np.object_]
-"""Rows of :data:`FIELDS` (one column each), as ``str`` or ``None``."""
-Check = Callable[[Rows], npt.NDArray[np.bool_]]
+Columns = Sequence[npt.NDArray[np.object_]]
+"""A column per field of :data:`FIELDS` (in that order), each value ``str`` or ``None``."""
+Check = Callable[[Columns, npt.NDArray[np.intp]], npt.NDArray[np.bool_]]
+"""Which of the rows at some positions of the columns a filter keeps."""
 
 
 def columnar(expr: Filter | None) -> Check | None:
-    """Which of some rows ``expr`` keeps, or None when it cannot be told from the rows."""
+    """Which of some rows ``expr`` keeps, or None when it cannot be told from the fields."""
     if expr is None:
-        return lambda rows: np.ones(len(rows), np.bool_)
+        return lambda columns, at: np.ones(len(at), np.bool_)
     if isinstance(expr, Condition):
         return _condition(expr)
     if isinstance(expr, Not):
         inner = columnar(expr.item)
-        return None if inner is None else lambda rows: ~inner(rows)
+        return None if inner is None else lambda columns, at: ~inner(columns, at)
     items = [columnar(item) for item in expr.items]
     parts = [item for item in items if item is not None]
     if len(parts) < len(items):
@@ -43,13 +44,13 @@ def columnar(expr: Filter | None) -> Check | None:
     both = isinstance(expr, And)
     assert both or isinstance(expr, Or)
 
-    def combined(rows: Rows) -> npt.NDArray[np.bool_]:
-        out = np.full(len(rows), both, np.bool_)
+    def combined(columns: Columns, at: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        out = np.full(len(at), both, np.bool_)
         for part in parts:
             if both:
-                out &= part(rows)
+                out &= part(columns, at)
             else:
-                out |= part(rows)
+                out |= part(columns, at)
         return out
 
     return combined
@@ -63,21 +64,21 @@ def _condition(cond: Condition) -> Check | None:
     if op in ("ne", "nin"):  # exactly NOT eq / NOT in: a missing field passes
         inner = _condition(cond.model_copy(update={"operator": "eq" if op == "ne" else "in"}))
         assert inner is not None
-        return lambda rows: ~inner(rows)
+        return lambda columns, at: ~inner(columns, at)
     targets = target if isinstance(target, tuple) else (target,)
     texts = [t for t in targets if isinstance(t, str)]  # text never equals nor orders a number
 
     if op in ("eq", "in"):
-        def equal(rows: Rows) -> npt.NDArray[np.bool_]:
-            values, out = rows[:, column], np.zeros(len(rows), np.bool_)
+        def equal(columns: Columns, at: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+            values, out = columns[column][at], np.zeros(len(at), np.bool_)
             for text in texts:
                 out |= values == text
             return out
 
         return equal
 
-    def ordered(rows: Rows) -> npt.NDArray[np.bool_]:
-        values, out = rows[:, column], np.zeros(len(rows), np.bool_)
+    def ordered(columns: Columns, at: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        values, out = columns[column][at], np.zeros(len(at), np.bool_)
         if texts:  # an order operator takes one value
             present = np.asarray(values != None, np.bool_)  # noqa: E711 (elementwise)
             out[present] = _ORDER[op](values[present], texts[0])
@@ -86,7 +87,7 @@ def _condition(cond: Condition) -> Check | None:
     return ordered
 
 
-_ORDER: dict[str, Callable[[Rows, str], npt.NDArray[np.bool_]]] = {
+_ORDER: dict[str, Callable[[npt.NDArray[np.object_], str], npt.NDArray[np.bool_]]] = {
     "gt": lambda values, text: np.asarray(values > text, np.bool_),
     "gte": lambda values, text: np.asarray(values >= text, np.bool_),
     "lt": lambda values, text: np.asarray(values < text, np.bool_),

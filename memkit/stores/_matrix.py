@@ -8,53 +8,62 @@ dead. The SQLite store keeps one per collection and catches it up with the file
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
 from memkit.stores.base import Vector
 
+Columns = Sequence[npt.NDArray[Any]]
+"""Columns of values, one per row each."""
+
 
 class Matrix:
     """Unit vectors keyed by record ``seq`` (sorted), with tombstones for deletions, and
-    beside each a row of ``width`` other values (``fields``: what a filter reads)."""
+    beside them ``fields``: columns of other values, one per row each (what a filter reads)."""
 
-    def __init__(self, dimension: int, width: int = 0) -> None:
+    def __init__(self, dimension: int, fields: Columns = ()) -> None:
         self.dimension = dimension
         self.seqs: npt.NDArray[np.int64] = np.empty(0, np.int64)
         self.vectors: npt.NDArray[np.float32] = np.empty((0, dimension), np.float32)
-        self.fields: npt.NDArray[np.object_] = np.empty((0, width), object)
+        self.fields: list[npt.NDArray[Any]] = [column[:0] for column in fields]
         self.alive: npt.NDArray[np.bool_] = np.empty(0, np.bool_)
         self.size = 0
         self.dead = 0
 
     def load(self, seqs: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32],
-             fields: npt.NDArray[np.object_]) -> None:
+             fields: Columns) -> None:
         order = np.argsort(seqs, kind="stable")
-        self.seqs, self.vectors, self.fields = seqs[order], unit(vectors[order]), fields[order]
+        self.seqs, self.vectors = seqs[order], unit(vectors[order])
+        self.fields = [column[order] for column in fields]
         self.alive = np.ones(len(seqs), np.bool_)
         self.size, self.dead = len(seqs), 0
 
     def upsert(self, seqs: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32],
-               fields: npt.NDArray[np.object_]) -> None:
+               fields: Columns) -> None:
         vectors = unit(vectors)
         pos = self.find(seqs)
         known = pos >= 0
         if known.any():
             self.dead -= int(np.count_nonzero(~self.alive[pos[known]]))
             self.vectors[pos[known]] = vectors[known]
-            self.fields[pos[known]] = fields[known]
+            for mine, theirs in zip(self.fields, fields, strict=True):
+                mine[pos[known]] = theirs[known]
             self.alive[pos[known]] = True
         if known.all():
             return
-        seqs, vectors, fields = seqs[~known], vectors[~known], fields[~known]
-        order = np.argsort(seqs, kind="stable")
-        seqs, vectors, fields = seqs[order], vectors[order], fields[order]
+        order = np.flatnonzero(~known)
+        order = order[np.argsort(seqs[order], kind="stable")]
+        seqs, vectors, fields = seqs[order], vectors[order], [column[order] for column in fields]
         if self.size and seqs[0] < self.seqs[self.size - 1]:
             live = slice(0, self.size)
             self.load(
                 np.concatenate([self.seqs[live], seqs]),
                 np.concatenate([self.vectors[live], vectors]),
-                np.concatenate([self.fields[live], fields]),
+                [np.concatenate([mine[live], theirs])
+                 for mine, theirs in zip(self.fields, fields, strict=True)],
             )
             return
         end = self.size + len(seqs)
@@ -65,12 +74,11 @@ class Matrix:
             grown = np.empty((capacity, self.dimension), np.float32)
             grown[: self.size] = self.vectors[: self.size]
             self.vectors = grown
-            more = np.empty((capacity, self.fields.shape[1]), object)
-            more[: self.size] = self.fields[: self.size]
-            self.fields = more
+            self.fields = [np.resize(column, capacity) for column in self.fields]
         self.seqs[self.size : end] = seqs
         self.vectors[self.size : end] = vectors
-        self.fields[self.size : end] = fields
+        for mine, theirs in zip(self.fields, fields, strict=True):
+            mine[self.size : end] = theirs
         self.alive[self.size : end] = True
         self.size = end
 
@@ -82,7 +90,7 @@ class Matrix:
         if self.dead > 1024 and 4 * self.dead > self.size:
             keep = self.alive[: self.size]
             self.seqs, self.vectors = self.seqs[: self.size][keep], self.vectors[: self.size][keep]
-            self.fields = self.fields[: self.size][keep]
+            self.fields = [column[: self.size][keep] for column in self.fields]
             self.size, self.dead = len(self.seqs), 0
             self.alive = np.ones(self.size, np.bool_)
 

@@ -111,15 +111,17 @@ class FileMatrix:
             return None
         index = self._synced(conn, version)
         phrases = [self.keywords.postings(conn, term) for term in terms if term is not None]
-        matched = np.unique(np.concatenate([seqs for seqs, _ in phrases]))
+        matched = np.concatenate([seqs for seqs, _ in phrases])
+        matched.sort()
+        if len(matched):  # the union
+            matched = matched[np.concatenate([[True], matched[1:] != matched[:-1]])]
         rows, tokens = self.keywords.totals(conn)
         if not len(matched) or rows <= 0:
             return np.empty(0, np.int64), np.empty(0, np.float64)
         pos = index.find(matched)
         if (pos < 0).any() or not index.alive[pos].all():
             return None
-        ranks = bm25(phrases, matched, index.fields[pos, LENGTH].astype(np.float64),
-                     rows, tokens)
+        ranks = bm25(phrases, matched, index.fields[LENGTH][pos], rows, tokens)
         order = np.lexsort((matched, ranks))
         count = max(_SCORE_FIRST_MIN, _SCORE_FIRST_FACTOR * limit)
         checked = 0
@@ -127,7 +129,7 @@ class FileMatrix:
         found = 0
         while found < limit and checked < len(order):  # the best rows first, more if needed
             block = order[checked : checked + count]
-            passed = block[check(index.fields[pos[block]])]
+            passed = block[check(index.fields, pos[block])]
             kept.append(passed)
             found += len(passed)
             checked += len(block)
@@ -162,6 +164,13 @@ class FileMatrix:
             conn.execute(
                 f"UPDATE {META} SET log_floor = ? WHERE name = ?", (floor, self.collection_name)
             )
+
+    def forget(self) -> None:
+        """Drop what RAM holds (a write transaction rolled back): the next search reloads."""
+        self._index = None
+        self._rows.clear()
+        self.keywords.clear()
+        self._dirty = True
 
     def after_reset(self, conn: sqlite3.Connection) -> None:
         """Empty the change log of a reset collection; its floor stays past every entry."""
@@ -267,7 +276,7 @@ class FileMatrix:
     ) -> npt.NDArray[np.bool_]:
         """Which of the rows at ``positions`` the filter keeps (in RAM, else one query)."""
         if where.check is not None:
-            return where.check(index.fields[positions])
+            return where.check(index.fields, positions)
         seqs = index.seqs[positions]
         rows = conn.execute(
             f"SELECT seq FROM {self.records} WHERE seq IN"
@@ -298,7 +307,7 @@ class FileMatrix:
         ).fetchone()
         floor = int(row[0]) if row else 0
         if index is None or self._last_change < floor:
-            index = Matrix(self._dimension(), LENGTH + 1)
+            index = Matrix(self._dimension(), _fields([]))
             rows = conn.execute(
                 f"SELECT v.rec, v.vector, {_FIELDS} FROM {self.vectors} AS v"
                 f" JOIN {self.records} AS r ON r.seq = v.rec"
@@ -418,11 +427,13 @@ class _Where:
         self.sql, self.params, self.check = sql, params, check
 
 
-def _fields(rows: list[Any]) -> npt.NDArray[np.object_]:
-    """The :data:`FIELDS` and :data:`LENGTH` of rows ``(rec, vector, *fields, docsize)``
-    (``docsize``: FTS5's varint of the row's terms)."""
-    fields = np.empty((len(rows), LENGTH + 1), object)
-    for i, row in enumerate(rows):
-        fields[i, :LENGTH] = row[2:-1]
-        fields[i, LENGTH] = varint(row[-1], 0)[0] if row[-1] else 0
-    return fields
+def _fields(rows: list[Any]) -> list[npt.NDArray[Any]]:
+    """The columns of :data:`FIELDS` (objects) and :data:`LENGTH` (float64) of rows
+    ``(rec, vector, *fields, docsize)`` (``docsize``: FTS5's varint of the row's terms)."""
+    columns = []
+    for i in range(LENGTH):
+        column = np.empty(len(rows), object)
+        column[:] = [row[2 + i] for row in rows]
+        columns.append(column)
+    lengths = [varint(row[-1], 0)[0] if row[-1] else 0 for row in rows]
+    return [*columns, np.array(lengths, np.float64)]

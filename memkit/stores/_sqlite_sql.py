@@ -292,8 +292,28 @@ def record_of(row: Sequence[Any]) -> Record:
     return Record(
         id=id, memory=memory, hash=hash, created_at=created_at, updated_at=updated_at,
         user_id=user_id, agent_id=agent_id, run_id=run_id,
-        metadata={} if metadata == "{}" else json.loads(metadata),
+        metadata=metadata_of(metadata),
         valid_from=valid_from, valid_to=valid_to, expires_at=expires_at, supersedes=supersedes,
         memory_type=memory_type, importance=importance, confidence=confidence,
         access_count=access_count, last_accessed_at=last_accessed_at,
     )
+
+
+#: metadata texts of scalar values only, parsed (searches decode the same records again and again)
+_FLAT: dict[str, dict[str, Any]] = {}
+_FLAT_KEPT = 8192
+
+
+def metadata_of(text: str) -> dict[str, Any]:
+    """A record's metadata column as a dict of its own (a copy when parsed before)."""
+    if text == "{}":
+        return {}
+    parsed = _FLAT.get(text)
+    if parsed is not None:
+        return dict(parsed)  # scalar values: a copy shares nothing a caller could change
+    value: dict[str, Any] = json.loads(text)
+    if all(v is None or isinstance(v, str | int | float) for v in value.values()):
+        if len(_FLAT) >= _FLAT_KEPT:
+            _FLAT.clear()
+        _FLAT[text] = dict(value)
+    return value

@@ -120,8 +120,12 @@ class SQLiteStore(VectorStore):
         try:
             with self._db.write() as conn:
                 yield conn
-        except sqlite3.Error as exc:
-            raise VectorStoreError(f"sqlite store {self.path}: {exc}") from exc
+        except BaseException as exc:
+            with self._db.lock:  # rolled back: a search inside may have taken its rows into RAM
+                self._matrix.forget()
+            if isinstance(exc, sqlite3.Error):
+                raise VectorStoreError(f"sqlite store {self.path}: {exc}") from exc
+            raise
 
     @contextmanager
     def _read(self, *, shared: bool = False) -> Iterator[sqlite3.Connection]:
@@ -325,14 +329,16 @@ class SQLiteStore(VectorStore):
 
     def keyword_search(self, text: str, limit: int, filter: Filter | None = None) -> list[Hit]:
         """FTS5's ``bm25()`` ranking, computed in RAM when every word is one term and the
-        filter can be told from the fields the matrix holds, else by FTS5."""
+        filter can be told from the fields the matrix holds, else by FTS5. The matrix is
+        behind the shared connection: while another thread holds that (a write), FTS5
+        answers on this thread's own connection, so the read does not wait."""
         words = fts_words(text)
         where, params = translate(filter)
         if not words or limit <= 0:
             return []
         check = columnar(filter)
-        if check is not None:
-            with self._db.lock:
+        if check is not None and self._db.lock.acquire(blocking=False):
+            try:
                 version = self._db.data_version()
                 with self._read(shared=True) as conn:
                     found = self._matrix.keyword(conn, version, words, limit, check)
@@ -340,6 +346,8 @@ class SQLiteStore(VectorStore):
                         records = self._matrix.records_of(conn, found[0].tolist())
                         return _keyword_hits(
                             list(zip(found[0].tolist(), found[1].tolist(), strict=True)), records)
+            finally:
+                self._db.lock.release()
         return self._fts_search(fts_query(text) or "", limit, filter, where, params)
 
     def _fts_search(self, query: str, limit: int, filter: Filter | None, where: str,

@@ -298,7 +298,8 @@ def test_the_sqlite_stores_check_in_ram_returns_the_reference_rows() -> None:
     from memkit.stores._columns import FIELDS as HELD
     from memkit.stores._columns import columnar
 
-    rows = np.array([[getattr(r, name) for name in HELD] for r in CORPUS], dtype=object)
+    columns = [np.array([getattr(r, name) for r in CORPUS], dtype=object) for name in HELD]
+    every = np.arange(len(CORPUS))
     exprs = [e for _, e in generate(seed=SEED + 7)] + [parse_filter(raw) for raw in (
         {"user_id": "alice"}, {"user_id": {"in": ["bob", 3, True]}}, {"agent_id": {"ne": "x"}},
         {"valid_to": {"lte": TIMES[2]}}, {"NOT": {"expires_at": {"gt": TIMES[3]}}},
@@ -309,6 +310,6 @@ def test_the_sqlite_stores_check_in_ram_returns_the_reference_rows() -> None:
         if check is None:
             continue
         told += 1
-        kept = {r.id for r, keep in zip(CORPUS, check(rows), strict=True) if keep}
+        kept = {r.id for r, keep in zip(CORPUS, check(columns, every), strict=True) if keep}
         assert kept == expected(expr), expr
     assert told >= 20
