@@ -11,7 +11,9 @@ embedder is timed in this process on the same cores: one query per call, the flo
 search pays. After it, every acknowledged add is read back from its scope: one that is
 missing is lost.
 
-Reports requests/s, p50 and p99 per kind, errors and lost writes, and writes
+Reports requests/s, p50 and p99 per kind, errors and lost writes, the CPU a request
+costs in the server's processes (and in PostgreSQL's, every process of the cluster,
+when it runs on this machine: give it a PostgreSQL of its own), and writes
 bench/results/server_load-<store>-w<workers>.json. Targets (on 2 cores, the load
 generator on the same cores): 0 errors and 0 lost at 64 clients; searches/s at least
 half the embedder's queries/s; p99 at most 5x p50.
@@ -64,6 +66,20 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return total
     return total + sum(cpu_seconds(int(child)) for child in children)
+
+
+def postgres_pid(dsn: str) -> int | None:
+    """The postmaster of ``dsn`` when it runs on this machine (its CPU is read from /proc)."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()
+        assert backend is not None
+        try:
+            stat = Path(f"/proc/{backend[0]}/stat").read_text()
+        except OSError:
+            return None  # PostgreSQL on another machine
+        return int(stat.rsplit(")", 1)[1].split()[1])
 
 
 def embedder_queries_per_second(seconds: float) -> dict[str, Any]:
@@ -171,8 +187,8 @@ async def client(http: aiohttp.ClientSession, load: Load, args: argparse.Namespa
             load.latency[kind].append(elapsed)
 
 
-async def run_load(base: str, args: argparse.Namespace,
-                   server: int) -> tuple[Load, float, dict[str, float]]:
+async def run_load(base: str, args: argparse.Namespace, server: int,
+                   postgres: int | None) -> tuple[Load, float, dict[str, float]]:
     """The clients (aiohttp: the lightest client at hand, as the load generator shares the
     server's cores), for a warm-up and then the measured seconds."""
     load = Load()
@@ -187,9 +203,12 @@ async def run_load(base: str, args: argparse.Namespace,
         load.measuring = True
         measured_from = time.monotonic()
         cpu = {"server": cpu_seconds(server), "clients": time.process_time()}
+        if postgres is not None:
+            cpu["postgres"] = cpu_seconds(postgres)
         await asyncio.gather(*tasks)
         cpu = {"server": cpu_seconds(server) - cpu["server"],
-               "clients": time.process_time() - cpu["clients"]}
+               "clients": time.process_time() - cpu["clients"],
+               **({"postgres": cpu_seconds(postgres) - cpu["postgres"]} if postgres else {})}
         return load, time.monotonic() - measured_from, cpu
 
 
@@ -231,8 +250,9 @@ def main() -> None:
     store = "pgvector" if args.dsn else "sqlite"
     with tempfile.TemporaryDirectory() as folder:
         process, base = start_server(args, folder)
+        postgres = postgres_pid(args.dsn) if args.dsn else None
         try:
-            load, elapsed, cpu = asyncio.run(run_load(base, args, process.pid))
+            load, elapsed, cpu = asyncio.run(run_load(base, args, process.pid, postgres))
             lost = asyncio.run(lost_writes(base, load))
         finally:
             process.terminate()
@@ -247,8 +267,8 @@ def main() -> None:
                        "p99_over_p50": round(p99 / p50, 2) if values else None}
     errors = sum(load.errors.values())
     served = sum(k["requests"] for k in kinds.values())
-    cpu_ms = {"server_per_request": round(cpu["server"] / served * 1000, 2),
-              "clients_per_request": round(cpu["clients"] / served * 1000, 2)}
+    cpu_ms = {f"{part}_per_request": round(seconds / served * 1000, 2)
+              for part, seconds in cpu.items()}
     searches = kinds["search"]["per_s"]
     targets = {
         "no_errors": errors == 0, "none_lost": lost == 0,
@@ -259,7 +279,9 @@ def main() -> None:
     print(table(["kind", "requests", "per s", "p50 ms", "p99 ms", "p99/p50"],
                 [[k, v["requests"], v["per_s"], v["p50_ms"], v["p99_ms"], v["p99_over_p50"]]
                  for k, v in kinds.items()]))
-    print(f"CPU per request: server {cpu_ms['server_per_request']} ms, load generator "
+    in_postgres = (f", PostgreSQL {cpu_ms['postgres_per_request']} ms"
+                   if "postgres_per_request" in cpu_ms else "")
+    print(f"CPU per request: server {cpu_ms['server_per_request']} ms{in_postgres}, load generator "
           f"{cpu_ms['clients_per_request']} ms; embedder {embedder['cpu_ms_per_query']} ms a query")
     print(f"requests/s {sum(k['per_s'] for k in kinds.values()):.1f}; errors {load.errors or 0};"
           f" acknowledged adds {len(load.acked)}, lost {lost}; embedder"

@@ -8,6 +8,7 @@ the shared history.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import uuid
 from collections.abc import Iterator
@@ -17,11 +18,13 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import psycopg
 import pytest
+from psycopg import sql
 
-from memkit._errors import ConfigError
+from memkit._errors import ConfigError, VectorStoreError
 from memkit._filters import condition, matches, parse_filter
 from memkit._models import HistoryRecord
 from memkit._pipeline.runtime import aapply_batch, apply_batch
+from memkit._postgres import Op, Settings, Statement, drive
 from memkit._time import to_iso
 from memkit.history.postgres import PostgresHistory
 from memkit.stores.base import Record, WriteBatch
@@ -79,6 +82,50 @@ def test_selective_filter_returns_k_rows_through_the_hnsw_index(store: PgVectorS
     assert [h.record.id for h in hits] == [r.id for r in expected]
     assert all(0.0 <= h.score <= 1.0 for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_a_write_whose_statement_failed_commits_nothing(store: PgVectorStore) -> None:
+    """The store's writes in a transaction have no savepoints: when one fails and the
+    caller carries on, the transaction refuses to end in a commit (PostgreSQL would roll
+    it back without a word) instead of reporting a write it did not make."""
+    rng = np.random.default_rng(3)
+    taken = _record("taken", rng)
+    store.insert([taken])
+    kept = [_record("sync", rng), _record("async", rng)]
+    failed = pytest.raises(VectorStoreError, match="nothing was written")
+    with failed, store.transaction("k") as writer:
+        writer.insert([kept[0]])
+        with pytest.raises(VectorStoreError):
+            writer.insert([taken])  # its id is in the table: the statement fails
+
+    async def in_async() -> None:
+        async with store.atransaction("k") as writer:
+            await writer.ainsert([kept[1]])
+            with pytest.raises(VectorStoreError):
+                await writer.ainsert([taken])
+
+    with pytest.raises(VectorStoreError, match="nothing was written"):
+        asyncio.run(in_async())
+    assert [store.get(r.id) for r in kept] == [None, None]
+    assert store.count() == 1
+
+
+def test_session_settings_are_sent_again_after_a_rollback(pg_dsn: str) -> None:
+    """A connection keeps the settings a read sent; one sent in a transaction that rolled
+    back is sent again by the next read that needs it."""
+    def show(value: str) -> Op[str]:
+        yield Settings((("hnsw.ef_search", value),))
+        rows = yield Statement(sql.SQL("SHOW hnsw.ef_search"))
+        return str(rows[0][0])
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("LOAD 'vector'")
+        assert drive(conn, show("77"), atomic=False) == "77"
+        with pytest.raises(psycopg.errors.DivisionByZero), conn.transaction():
+            assert drive(conn, show("88"), atomic=False) == "88"
+            conn.execute("SELECT 1/0")
+        assert drive(conn, show("88"), atomic=False) == "88"
+        assert drive(conn, show("77"), atomic=False) == "77"
 
 
 def _hnsw_present(store: PgVectorStore) -> bool:

@@ -20,6 +20,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from memkit._models import Change, HistoryRecord, SearchLogEntry
 from memkit._postgres import (
     Op,
+    Params,
     PoolOwner,
     Statement,
     T,
@@ -52,6 +53,9 @@ _COLUMNS = (
     "id", "memory_id", "event", "old_value", "new_value", "timestamp", "is_deleted",
     "user_id", "agent_id", "run_id", "actor_id", "role", "reverts",
 )
+_COLUMN_LIST = ", ".join(sql.Identifier(column).as_string(None) for column in _COLUMNS)
+#: the records one INSERT writes (PostgreSQL takes up to 65,535 parameters a statement)
+INSERT_ROWS = 1000
 #: a followed history also re-reads this often, for rows no notification announced
 FEED_BACKSTOP_SECONDS = 2.0
 _log = logging.getLogger(__name__)
@@ -172,20 +176,17 @@ class PostgresHistory(PoolOwner, HistoryStore):
 
     # -- operations, each written once -----------------------------------
     def insert_op(self, records: Sequence[HistoryRecord]) -> Op[None]:
-        """Append ``records``; also run inside a vector store's transaction."""
-        if records:
-            yield Statement(
-                sql.SQL("INSERT INTO {t} ({cols}) VALUES ({vals})").format(
-                    t=self._table,
-                    cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)),
-                    vals=sql.SQL(", ").join(map(sql.Placeholder, _COLUMNS)),
-                ),
-                [record.model_dump() | {"timestamp": to_datetime(record.timestamp)}
-                 for record in records],
-                many=True,
-            )
-            yield Statement(sql.SQL("SELECT pg_notify({c}, '')").format(
-                c=sql.Literal(self.channel)))
+        """Append ``records`` and notify the change feed: one statement (a round trip) for
+        up to :data:`INSERT_ROWS` records; also run inside a vector store's transaction."""
+        table = sql.Identifier(self.table).as_string(None)
+        for start in range(0, len(records), INSERT_ROWS):
+            params = Params("h")
+            rows = ", ".join(f"({', '.join(map(params.add, _values(record)))})"
+                             for record in records[start:start + INSERT_ROWS])
+            params.values["channel"] = self.channel
+            yield Statement(sql.SQL(
+                f"WITH added AS (INSERT INTO {table} ({_COLUMN_LIST}) VALUES {rows})"
+                " SELECT pg_notify(%(channel)s, '')"), params.values)
 
     def _changes_op(self, after: str | None, scope: Mapping[str, str],
                     limit: int) -> Op[list[Change]]:
@@ -360,6 +361,12 @@ class PostgresHistory(PoolOwner, HistoryStore):
 
     async def asearches(self, scope: Mapping[str, str], limit: int) -> list[SearchLogEntry]:
         return await self._arun(self._searches_op(scope, limit))
+
+
+def _values(record: HistoryRecord) -> list[Any]:
+    """``record``'s values in the order of ``_COLUMNS``."""
+    values = record.model_dump() | {"timestamp": to_datetime(record.timestamp)}
+    return [values[column] for column in _COLUMNS]
 
 
 def _history(row: Sequence[Any]) -> HistoryRecord:

@@ -487,14 +487,16 @@ class PgVectorStore(PoolOwner, DrivenStore):
         """One transaction on one pooled connection, holding an advisory lock on ``key``
         (the add's scope): writers of the same scope, in any process, wait for each other."""
         with self._connection() as conn, conn.transaction():
-            drive(conn, self._lock_op(key))
+            drive(conn, self._lock_op(key), atomic=False)
             yield _Transaction(self, conn, None)
+            _check_not_failed(conn)
 
     @asynccontextmanager
     async def atransaction(self, key: str = "") -> AsyncIterator[Writer]:
         async with self._aconnection() as conn, conn.transaction():
-            await adrive(conn, self._lock_op(key))
+            await adrive(conn, self._lock_op(key), atomic=False)
             yield _Transaction(self, None, conn)
+            _check_not_failed(conn)
 
     def _lock_op(self, key: str) -> Op[None]:
         if key == EVERY_KEY:  # writers of every key wait; readers do not
@@ -507,27 +509,39 @@ class PgVectorStore(PoolOwner, DrivenStore):
         return history if same else None  # type: ignore[return-value]
 
 
+def _check_not_failed(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
+    """Refuse to end a transaction whose statement failed (its error was caught) in a
+    commit: PostgreSQL would roll it back without a word, and its writes would be lost."""
+    if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+        raise VectorStoreError("PostgreSQL: a statement of this write failed; nothing was written")
+
+
 class _Transaction:
-    """The store's writes on the connection of one open transaction (a :class:`Writer`)."""
+    """The store's writes on the connection of one open transaction (a :class:`Writer`).
+
+    The store's own operations run straight in the transaction: a failed one fails the
+    write (no savepoint to go back to, which would cost two round trips each);
+    :meth:`run` (the graph's) runs in a savepoint, so the write may go on without it.
+    """
 
     def __init__(self, store: PgVectorStore, conn: psycopg.Connection[Any] | None,
                  aconn: psycopg.AsyncConnection[Any] | None) -> None:
         self.store, self._conn, self._aconn = store, conn, aconn
 
-    def _run(self, op: Op[T]) -> T:
+    def _run(self, op: Op[T], atomic: bool = False) -> T:
         assert self._conn is not None
-        return drive(self._conn, op)
+        return drive(self._conn, op, atomic)
 
-    async def _arun(self, op: Op[T]) -> T:
+    async def _arun(self, op: Op[T], atomic: bool = False) -> T:
         assert self._aconn is not None
-        return await adrive(self._aconn, op)
+        return await adrive(self._aconn, op, atomic)
 
     def run(self, op: Op[T]) -> T:
         """Run ``op`` in this transaction (what shares the database with the store: the graph)."""
-        return self._run(op)
+        return self._run(op, atomic=True)
 
     async def arun(self, op: Op[T]) -> T:
-        return await self._arun(op)
+        return await self._arun(op, atomic=True)
 
     def list(self, filter: Filter | None = None, limit: int = 100, cursor: str | None = None,
              order: Order = "id") -> tuple[builtins.list[Record], str | None]:
