@@ -22,8 +22,9 @@ from memkit._filters import And, Condition, Filter, Not, Or
 FIELDS = ("user_id", "agent_id", "run_id", "created_at", "valid_from", "valid_to", "expires_at")
 _COLUMN = {name: i for i, name in enumerate(FIELDS)}
 
-Columns = Sequence[npt.NDArray[np.object_]]
-"""A column per field of :data:`FIELDS` (in that order), each value ``str`` or ``None``."""
+Columns = Sequence[npt.NDArray[np.object_] | None]
+"""A column per field of :data:`FIELDS` (in that order), each value ``str`` or ``None``;
+``None`` for a column whose every value is ``None`` (nothing to compare)."""
 Check = Callable[[Columns, npt.NDArray[np.intp]], npt.NDArray[np.bool_]]
 """Which of the rows at some positions of the columns a filter keeps."""
 
@@ -70,16 +71,19 @@ def _condition(cond: Condition) -> Check | None:
 
     if op in ("eq", "in"):
         def equal(columns: Columns, at: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
-            values, out = columns[column][at], np.zeros(len(at), np.bool_)
-            for text in texts:
-                out |= values == text
+            out, values = np.zeros(len(at), np.bool_), columns[column]
+            if values is not None:
+                values = values[at]
+                for text in texts:
+                    out |= values == text
             return out
 
         return equal
 
     def ordered(columns: Columns, at: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
-        values, out = columns[column][at], np.zeros(len(at), np.bool_)
-        if texts:  # an order operator takes one value
+        out, values = np.zeros(len(at), np.bool_), columns[column]
+        if values is not None and texts:  # an order operator takes one value
+            values = values[at]
             present = np.asarray(values != None, np.bool_)  # noqa: E711 (elementwise)
             out[present] = _ORDER[op](values[present], texts[0])
         return out

@@ -84,6 +84,9 @@ class FileMatrix:
         self._dirty = True
         self._log_floor = 0
         self._rows: dict[int, tuple[Any, ...]] = {}
+        #: the matrix's FIELDS columns, None for those holding no value (filters read them)
+        self._columns: list[npt.NDArray[np.object_] | None] = []
+        self._filled = [False] * len(FIELDS)
 
     def search(
         self, conn: sqlite3.Connection, version: int, query: Vector, limit: int,
@@ -129,7 +132,7 @@ class FileMatrix:
         found = 0
         while found < limit and checked < len(order):  # the best rows first, more if needed
             block = order[checked : checked + count]
-            passed = block[check(index.fields, pos[block])]
+            passed = block[check(self._columns, pos[block])]
             kept.append(passed)
             found += len(passed)
             checked += len(block)
@@ -276,7 +279,7 @@ class FileMatrix:
     ) -> npt.NDArray[np.bool_]:
         """Which of the rows at ``positions`` the filter keeps (in RAM, else one query)."""
         if where.check is not None:
-            return where.check(index.fields, positions)
+            return where.check(self._columns, positions)
         seqs = index.seqs[positions]
         rows = conn.execute(
             f"SELECT seq FROM {self.records} WHERE seq IN"
@@ -313,8 +316,9 @@ class FileMatrix:
                 f" JOIN {self.records} AS r ON r.seq = v.rec"
                 f" LEFT JOIN {self.sizes} AS d ON d.id = v.rec ORDER BY v.rec"
             ).fetchall()
+            self._filled = [False] * len(FIELDS)
             index.load(np.array([r[0] for r in rows], np.int64), self._unpack(rows),
-                       _fields(rows))
+                       self._fill(rows))
             self._rows.clear()
             self.keywords.clear()
         else:
@@ -329,7 +333,7 @@ class FileMatrix:
             gone = [r[0] for r in rows if r[1] is None]
             if present:
                 index.upsert(np.array([r[0] for r in present], np.int64), self._unpack(present),
-                             _fields(present))
+                             self._fill(present))
             if gone:
                 index.remove(np.array(gone, np.int64))
             for row in rows:
@@ -339,7 +343,16 @@ class FileMatrix:
         self._last_change = max(floor, self._log_bounds(conn)[1])
         self._log_floor = floor
         self._index, self._seen_version, self._dirty = index, version, False
+        self._columns = [column if filled else None
+                         for column, filled in zip(index.fields, self._filled, strict=False)]
         return index
+
+    def _fill(self, rows: list[Any]) -> list[npt.NDArray[Any]]:
+        """:func:`_fields` of ``rows``, noting the FIELDS columns that now hold a value."""
+        columns = _fields(rows)
+        for i in range(len(FIELDS)):
+            self._filled[i] = self._filled[i] or bool(np.any(columns[i] != None))  # noqa: E711
+        return columns
 
     # -- the HNSW index (AnnIndex) -------------------------------------------------------
     def _unscoped(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -294,22 +295,27 @@ def test_unicode_case_folding_matches_python_lower(loaded: VectorStore) -> None:
 
 def test_the_sqlite_stores_check_in_ram_returns_the_reference_rows() -> None:
     """The filters :func:`columnar` can tell from the fields held in RAM (the SQLite store
-    checks a search's best rows with it) keep exactly the reference's records."""
+    checks a search's best rows with it) keep exactly the reference's records, also where
+    a field is missing from every record (its column passed as None)."""
     from memkit.stores._columns import FIELDS as HELD
     from memkit.stores._columns import columnar
 
-    columns = [np.array([getattr(r, name) for r in CORPUS], dtype=object) for name in HELD]
-    every = np.arange(len(CORPUS))
     exprs = [e for _, e in generate(seed=SEED + 7)] + [parse_filter(raw) for raw in (
         {"user_id": "alice"}, {"user_id": {"in": ["bob", 3, True]}}, {"agent_id": {"ne": "x"}},
         {"valid_to": {"lte": TIMES[2]}}, {"NOT": {"expires_at": {"gt": TIMES[3]}}},
-        {"run_id": {"nin": ["r1"]}}, {"agent_id": {"gte": 5}}, {"user_id": {"eq": 1.5}}, {"user_id": {"lt": "b"}})]
+        {"run_id": {"nin": ["r1"]}}, {"agent_id": {"gte": 5}}, {"user_id": {"eq": 1.5}},
+        {"user_id": {"lt": "b"}}, {"valid_to": {"ne": TIMES[1]}})]
+    blank = [replace(r, agent_id=None, valid_to=None) for r in CORPUS]
+    every = np.arange(len(CORPUS))
     told = 0
-    for expr in exprs:
-        check = columnar(expr)
-        if check is None:
-            continue
-        told += 1
-        kept = {r.id for r, keep in zip(CORPUS, check(columns, every), strict=True) if keep}
-        assert kept == expected(expr), expr
-    assert told >= 20
+    for corpus in (CORPUS, blank):
+        columns = [np.array([getattr(r, name) for r in corpus], dtype=object) for name in HELD]
+        held = [None if all(v is None for v in c) else c for c in columns]
+        for expr in exprs:
+            check = columnar(expr)
+            if check is None:
+                continue
+            told += 1
+            kept = {r.id for r, keep in zip(corpus, check(held, every), strict=True) if keep}
+            assert kept == expected(expr, corpus), expr
+    assert told >= 40 and held[HELD.index("valid_to")] is None
