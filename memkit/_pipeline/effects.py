@@ -85,7 +85,7 @@ class KeywordSearch(Returns[list[Hit]]):
 
 @dataclass(frozen=True, slots=True)
 class Get(Returns[Record | None]):
-    """-> Record | None"""
+    """-> Record | None; also a write effect (what the graph's upkeep reads under the lock)"""
 
     id: str
 
@@ -496,7 +496,7 @@ Effect: TypeAlias = (
 )
 WriteEffect: TypeAlias = (
     ListRecords | Search | Insert | Update | Delete | AppendHistory | GraphEffect | OnShadow[Any] | Switch
-    | ReadEvent | DiscardEvents
+    | ReadEvent | DiscardEvents | Get
 )
 Flow: TypeAlias = Generator[Effect, object, T]
 """A flow: yields effects, is sent their results (through :func:`ask`), returns ``T``."""

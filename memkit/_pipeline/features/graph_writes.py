@@ -139,10 +139,7 @@ def apply_with_validity(batch: WriteBatch, works: Sequence[ValidityWork],
     if graph is None or not works:
         return (yield from ask(transaction(batch)))
     if graph.joined:
-        closing: list[list[Relation]] = []
-        for work in works:
-            closing.append((yield from _unsupported(work)))
-        return (yield from ask(Transaction(key, _with_validity(batch, works, closing))))
+        return (yield from ask(Transaction(key, _with_validity(batch, works))))
     yield from repair_flow()
     applied: Applied = yield from ask(Transaction(key, _validity_recorded(batch, works)))
     for work in works:
@@ -150,11 +147,10 @@ def apply_with_validity(batch: WriteBatch, works: Sequence[ValidityWork],
     return applied
 
 
-def _with_validity(batch: WriteBatch, works: Sequence[ValidityWork],
-                   closing: Sequence[list[Relation]]) -> WriteFlow[Applied]:
+def _with_validity(batch: WriteBatch, works: Sequence[ValidityWork]) -> WriteFlow[Applied]:
     applied = yield from apply_flow(batch)
-    for work, relations in zip(works, closing, strict=True):
-        yield from _validity_graph(work, relations)
+    for work in works:
+        yield from _validity_graph(work)
     return applied
 
 
@@ -166,39 +162,40 @@ def _validity_recorded(batch: WriteBatch, works: Sequence[ValidityWork]) -> Writ
 
 def _validity_owed(work: ValidityWork) -> Flow[bool]:
     """Do the pending ``work``; False when another process did it meanwhile."""
-    closing = yield from _unsupported(work)
-    done: bool = yield from ask(Transaction(work.key, _validity_claimed(work, closing)))
+    done: bool = yield from ask(Transaction(work.key, _validity_claimed(work)))
     return done
 
 
-def _validity_claimed(work: ValidityWork, closing: list[Relation]) -> WriteFlow[bool]:
+def _validity_claimed(work: ValidityWork) -> WriteFlow[bool]:
     if not (yield from claim(work.id)):
         return False
-    yield from _validity_graph(work, closing)
+    yield from _validity_graph(work)
     yield from settle(work.id)
     return True
 
 
-def _unsupported(work: ValidityWork) -> Flow[list[Relation]]:
+def _unsupported(work: ValidityWork) -> WriteFlow[list[Relation]]:
     """The relations the ended memories supported that no current memory supports, open,
-    or closed at the work's moment (by an earlier try of it)."""
+    or closed at the work's moment (by an earlier try of it); read under the scope's lock,
+    so an add that gives one of them another memory meanwhile is seen."""
     if not work.ended:
         return []
     ids = set(work.ended)
-    found: list[Relation] = yield from ask(FindRelations(
+    found = yield from ask_write(FindRelations(
         work.scope, memory_ids=sorted(ids), include_closed=True))
     found = [r for r in found if r.valid_to is None or r.valid_to == work.now]
     alive: set[str] = set()
     for other in sorted({m for r in found for m in r.memory_ids} - ids):
-        supporter: Record | None = yield from ask(Get(other))
+        supporter = yield from ask_write(Get(other))
         if supporter is not None and is_valid(supporter, work.now):
             alive.add(other)
     return [r for r in found if not alive & set(r.memory_ids)]
 
 
-def _validity_graph(work: ValidityWork, closing: list[Relation]) -> WriteFlow[None]:
+def _validity_graph(work: ValidityWork) -> WriteFlow[None]:
     if work.moves:
         yield Repoint(work.scope, work.moves)
+    closing = yield from _unsupported(work)
     opened = [r.id for r in closing if r.valid_to is None]
     closed = (yield from ask_write(CloseRelations(work.scope, opened, work.now))
               ) if opened else []
