@@ -3,7 +3,8 @@
 #
 # Sets up .venv (reused while pyproject.toml is unchanged), starts PostgreSQL with
 # pgvector, a Chroma server, a Bolt server and Redis (with search) on 127.0.0.1 (scripts/engines.sh), runs
-# every test against them and stops them on exit. This is what CI runs (.ci/run).
+# every test against them, in two or more processes, and stops them on exit. This is what CI
+# runs (.ci/run).
 #
 # --fast: the tier to run before a commit. No engine is started and none is used
 # (the MEMKIT_TEST_* addresses are unset): -m "not engine and not slow", i.e. the
@@ -72,8 +73,15 @@ if ((!fast)) && (($# == 0)); then
     set -- --ignore=tests/test_readme_install.py
 fi
 
+# Two processes (pytest-xdist), or one per core up to four: the suite alone keeps one core
+# busy. Cases that must share a process are grouped in tests/conftest.py (xdist_group);
+# add -n 0 to run in this process (e.g. for --pdb).
+workers=$(nproc 2>/dev/null || echo 2)
+((workers < 2)) && workers=2
+((workers > 4)) && workers=4
+
 set +e
-python -m pytest -p no:cacheprovider -q -rs "$@"
+python -m pytest -p no:cacheprovider -q -rs -n "$workers" --dist loadgroup "$@"
 status=$?
 if [[ -n "$readme_pid" ]]; then
     wait "$readme_pid"

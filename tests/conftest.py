@@ -39,6 +39,8 @@ _NOT_IN_CI = frozenset({"MEMKIT_TEST_QDRANT_URL", "MEMKIT_TEST_NEO4J_URL"})
 EMBEDDED_STORES = ("memory", "sqlite")
 #: graph backends (tests/graph) that need an engine
 _ENGINE_GRAPHS = frozenset({"postgres", "pgvector-postgres", "bolt", "neo4j"})
+#: graph backends on a Bolt server (tests/graph)
+_BOLT_GRAPHS = frozenset({"bolt", "neo4j"})
 #: the fixtures below that give an engine's address
 #: ``browser`` (tests/ui): Chromium, which scripts/engines.sh installs like an engine
 _ENGINE_FIXTURES = frozenset({"pg_dsn", "chroma_url", "qdrant_url", "redis_url", "browser"})
@@ -137,9 +139,11 @@ def _engine_names() -> frozenset[str]:
     return frozenset(FACTORIES).difference(EMBEDDED_STORES) | _ENGINE_GRAPHS
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Marks ``engine`` every case that asks for an engine's address or is parametrised with a
-    store or graph beyond the embedded ones."""
+    store or graph beyond the embedded ones, and groups the cases that must share one process
+    when the suite runs in several (scripts/test.sh: ``pytest -n 2 --dist loadgroup``)."""
     engines = _engine_names()
     for item in items:
         params = getattr(item, "callspec", None)
@@ -148,6 +152,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             isinstance(v, str) and v in engines for v in values
         ):
             item.add_marker(pytest.mark.engine)
+        group = _process_group(item, values)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _process_group(item: pytest.Item, values: Any) -> str | None:
+    """The Bolt server's cases run in one process: that server stalls every new connection
+    after a driver closes one gracefully (tests/graph/conftest.py), which a second process
+    ending would do. A module whose fixtures outlive one case (a served app, a loaded store,
+    a browser) runs in one process, which sets them up once."""
+    if "bolt_drivers" in getattr(item, "fixturenames", ()) and any(
+        v in _BOLT_GRAPHS for v in values if isinstance(v, str)
+    ):
+        return "bolt-server"
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    if any(d.scope in ("module", "package") for defs in definitions for d in defs):
+        return item.nodeid.partition("::")[0]
+    return None
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -248,7 +248,7 @@ def _answer(call: Any) -> tuple[str, Any]:
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(filters=FILTER)
 def test_sqlite_and_the_reference_evaluator_agree_on_hostile_filters(
     twins: tuple[Memory, AsyncMemory], filters: dict[str, Any]
@@ -262,7 +262,7 @@ def test_sqlite_and_the_reference_evaluator_agree_on_hostile_filters(
 # -- REST ------------------------------------------------------------------------------
 
 @settings(max_examples=40, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(query=TEXT, filters=st.one_of(st.none(), FILTER, JSON), metadata=st.one_of(st.none(), JSON),
        text=TEXT)
 def test_hostile_rest_requests_never_answer_5xx(

@@ -41,13 +41,17 @@ def free_port() -> int:
 @contextmanager
 def serving(app: FastAPI) -> Iterator[str]:
     """Run ``app`` under uvicorn on a free loopback port; yield its base URL."""
-    port = free_port()
+    # the socket is bound here and handed over: no other process can take the port between
+    # choosing it and serving on it
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                             lifespan="on", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60  # a hang guard, long enough for a loaded machine
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("uvicorn did not start")
@@ -57,6 +61,7 @@ def serving(app: FastAPI) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+        sock.close()
 
 
 def echo_llm() -> FunctionLLM:
