@@ -100,6 +100,21 @@ def _no_real_model_requests() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _patient_http_clients() -> Iterator[None]:
+    """httpx gives up after 5 s by default. The suite runs in two processes beside its
+    engines, and on a loaded machine a local server can take longer to answer: every httpx
+    client the tests make without a timeout of their own waits up to a minute instead (a
+    hang guard, never a timing claim)."""
+    from httpx import _config
+
+    default = _config.DEFAULT_TIMEOUT_CONFIG  # the default every httpx client and call shares
+    saved = (default.connect, default.read, default.write, default.pool)
+    default.connect = default.read = default.write = default.pool = 60.0
+    yield
+    default.connect, default.read, default.write, default.pool = saved
+
+
 _STORE_FILES = {"test_sqlite_store.py": "sqlite", "test_pgvector.py": "pgvector",
                 "test_qdrant.py": "qdrant-local", "test_chroma.py": "chroma"}
 _per_store: dict[str, dict[str, int]] = {}

@@ -28,7 +28,7 @@ def _env() -> dict[str, str]:
 def memkit(db: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "memkit.cli", "--store", "sqlite", "--path", str(db),
            "--embedder", "hash", *args]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=60)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=300)
     if check:
         assert done.returncode == 0, done.stderr
     return done
@@ -192,11 +192,11 @@ def test_config_file_and_env(tmp_path: Path) -> None:
                                   "embedder": "hash"}), encoding="utf-8")
     base = [sys.executable, "-m", "memkit.cli"]
     run = subprocess.run([*base, "--config", str(config), "add", "hello", "-u", "u",
-                          "--no-infer"], capture_output=True, text=True, env=_env(), timeout=60)
+                          "--no-infer"], capture_output=True, text=True, env=_env(), timeout=300)
     assert run.returncode == 0, run.stderr
     env = {**_env(), "MEMKIT_CONFIG": str(config)}
     listed = subprocess.run([*base, "list", "-u", "u", "--json"], capture_output=True,
-                            text=True, env=env, timeout=60)
+                            text=True, env=env, timeout=300)
     assert [m["memory"] for m in json.loads(listed.stdout)["results"]] == ["hello"]
 
 
@@ -322,7 +322,7 @@ def test_short_id_prefixes_and_unwrapped_ids(tmp_path: Path) -> None:
 
     narrow = subprocess.run(
         [sys.executable, "-m", "memkit.cli", "--store", "sqlite", "--path", str(db), "--embedder", "hash",
-         "list", "-u", "u"], capture_output=True, text=True, env={**_env(), "COLUMNS": "80"}, timeout=60)
+         "list", "-u", "u"], capture_output=True, text=True, env={**_env(), "COLUMNS": "80"}, timeout=300)
     assert all(i in narrow.stdout for i in ids)  # each id whole on one line
 
     assert memkit_json(db, "delete", unique) == {"deleted": 1}
@@ -341,7 +341,7 @@ def test_a_missing_optional_piece_is_one_line_naming_the_install(tmp_path: Path)
     for args, extra in ((["add", "x", "-u", "u", "--no-infer"], "local"), (["search", "x", "-u", "u"], "local"),
                         (["serve"], "server"), (["mcp"], "mcp")):
         done = subprocess.run([sys.executable, "-m", "memkit.cli", *args], capture_output=True,
-                              text=True, env=env, timeout=60)
+                              text=True, env=env, timeout=300)
         assert done.returncode == 1
         assert "Traceback" not in done.stderr
         assert f"pip install 'memkit-ai[{extra}]'" in done.stderr
@@ -372,7 +372,7 @@ def test_add_shows_a_spinner_while_the_model_reads(tmp_path: Path) -> None:
         cmd = [sys.executable, "-m", "memkit.cli", "--config", str(config), "--store", "sqlite",
                "--path", str(db), "--embedder", "hash", "add", "I like green tea", "-u", "alice", *args]
         env = {**_env(), "TTY_COMPATIBLE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
         assert done.returncode == 0, done.stderr
         return done
 

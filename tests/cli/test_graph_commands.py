@@ -25,7 +25,7 @@ def graph_cli(db: Path, *args: str, command: tuple[str, ...] = ("graph",)
         "vector_store": {"provider": "sqlite", "config": {"path": str(db)}},
         "embedder": {"provider": "hash"}, "graph_store": {"provider": "sqlite"}})
     done = subprocess.run([sys.executable, "-m", "memkit.cli", *command, *args],
-                          capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
+                          capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return done
 

@@ -67,7 +67,7 @@ def test_watch_without_watchfiles_says_which_extra(tmp_path: Path) -> None:
             f"sys.argv = ['memkit', '--store', 'memory', '--embedder', 'hash', 'watch', {str(tmp_path)!r}, "
             "'-u', 'alice']; from memkit.cli import main; main()")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=_env(), timeout=60)
+                          env=_env(), timeout=300)
     assert done.returncode == 1
     assert "pip install 'memkit-ai[notes]'" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1

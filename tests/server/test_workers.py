@@ -50,6 +50,6 @@ def test_workers_refuse_a_store_that_lives_in_one_process(tmp_path: Path) -> Non
     done = subprocess.run(
         [sys.executable, "-m", "memkit.cli", "--store", "memory", "--embedder", "hash",
          "serve", "--workers", "2"],
-        capture_output=True, text=True, env=script_env(), timeout=60)
+        capture_output=True, text=True, env=script_env(), timeout=300)
     assert done.returncode == 2
     assert "lives in one process" in done.stderr and "--workers 1" in done.stderr
