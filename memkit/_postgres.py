@@ -512,3 +512,10 @@ class PoolOwner:
         pool, self._pool = self._pool, None
         if pool is not None:
             await asyncio.to_thread(pool.close)
+
+
+def check_not_failed(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
+    """Refuse to end a transaction whose statement failed (its error was caught) in a
+    commit: PostgreSQL would roll it back without a word, and its writes would be lost."""
+    if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+        raise VectorStoreError("PostgreSQL: a statement of this write failed; nothing was written")

@@ -33,6 +33,7 @@ from memkit._postgres import (
     advisory_key,
     aretrying,
     check_name,
+    check_not_failed,
     create_missing,
     ddl_lock,
     drive,
@@ -489,14 +490,14 @@ class PgVectorStore(PoolOwner, DrivenStore):
         with self._connection() as conn, conn.transaction():
             drive(conn, self._lock_op(key), atomic=False)
             yield _Transaction(self, conn, None)
-            _check_not_failed(conn)
+            check_not_failed(conn)
 
     @asynccontextmanager
     async def atransaction(self, key: str = "") -> AsyncIterator[Writer]:
         async with self._aconnection() as conn, conn.transaction():
             await adrive(conn, self._lock_op(key), atomic=False)
             yield _Transaction(self, None, conn)
-            _check_not_failed(conn)
+            check_not_failed(conn)
 
     def _lock_op(self, key: str) -> Op[None]:
         if key == EVERY_KEY:  # writers of every key wait; readers do not
@@ -507,13 +508,6 @@ class PgVectorStore(PoolOwner, DrivenStore):
     def _colocated(self, history: HistoryStore) -> PostgresHistory | None:
         same = isinstance(history, PostgresHistory) and history.dsn == self.dsn
         return history if same else None  # type: ignore[return-value]
-
-
-def _check_not_failed(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
-    """Refuse to end a transaction whose statement failed (its error was caught) in a
-    commit: PostgreSQL would roll it back without a word, and its writes would be lost."""
-    if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
-        raise VectorStoreError("PostgreSQL: a statement of this write failed; nothing was written")
 
 
 class _Transaction:
