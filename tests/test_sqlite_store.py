@@ -14,6 +14,7 @@ from memkit._filters import parse_filter
 from memkit._models import HistoryRecord
 from memkit._pipeline.runtime import apply_batch
 from memkit.history.sqlite import SQLiteHistory
+from memkit.stores import _sqlite_keywords
 from memkit.stores.base import WriteBatch
 from memkit.stores.memory import InMemoryStore
 from memkit.stores.sqlite import SQLiteStore, fts_query, translate
@@ -242,10 +243,16 @@ _WORDS = ["tea", "coffee", "paint", "painting", "painted", "dog", "dogs", "Züri
           "lake", "hike", "book", "books", "read"]
 
 
-def test_keyword_ranks_computed_in_ram_are_fts5s_own(tmp_path: Path) -> None:
+@pytest.mark.parametrize("whole", [True, False])
+def test_keyword_ranks_computed_in_ram_are_fts5s_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, whole: bool
+) -> None:
     """Keyword search scores bm25 in RAM: ids, order and scores equal FTS5's own ranking
     (``_fts_search``), for scopes, for words FTS5 reads as several terms (it answers
-    those itself), and after another handle deletes, edits and adds records."""
+    those itself), and after another handle deletes, edits and adds records; with the
+    index read whole and kept in step with those writes, and read a term at a time."""
+    if not whole:
+        monkeypatch.setattr(_sqlite_keywords, "ALL_ROWS", 0)
     rng = random.Random(7)
     path = tmp_path / "m.db"
     store, writer = _store(path), _store(path)

@@ -19,9 +19,11 @@ FTS5 as before.
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 import threading
+from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
@@ -32,8 +34,10 @@ K1 = 1.2
 B = 0.75
 #: words whose terms are remembered; past this many they are forgotten
 _WORDS_KEPT = 50_000
-#: terms whose postings are kept; past this many they are dropped
+#: terms whose postings are kept (an index read per term); past this many they are dropped
 _TERMS_KEPT = 20_000
+#: an index of at most this many rows is read whole and kept in step with the file
+ALL_ROWS = 50_000
 
 Postings = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
 """The ``seq`` of each row holding a term (ascending), and how often it holds it."""
@@ -42,12 +46,7 @@ Postings = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
 def terms_of(words: list[str]) -> list[str | None]:
     """The term FTS5's tokenizer makes of each of ``words``, or None when it makes none or
     several (a phrase)."""
-    global _TERMS
-    if _TERMS is None:
-        with _MAKING:
-            if _TERMS is None:
-                _TERMS = Terms()
-    return _TERMS(words)
+    return _terms()(words)
 
 
 class Terms:
@@ -67,48 +66,83 @@ class Terms:
             if new:
                 if len(known) + len(new) > _WORDS_KEPT:
                     known.clear()
-                conn = self._conn
-                conn.execute("BEGIN")
-                try:
-                    conn.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)",
-                                     enumerate(new))
-                    found: dict[int, list[str]] = {}
-                    for doc, term in conn.execute("SELECT doc, term FROM tokens"):
-                        found.setdefault(doc, []).append(term)
-                    conn.execute("DELETE FROM words")
-                finally:
-                    conn.execute("COMMIT")
+                found = self._tokens(new)
                 for i, word in enumerate(new):
                     terms = found.get(i, [])
                     known[word] = terms[0] if len(terms) == 1 else None
             return [known[w] for w in words]
 
+    def counts(self, texts: list[str]) -> list[dict[str, int]]:
+        """The terms FTS5 indexes for each of ``texts``, and how often each holds it."""
+        with self._lock:
+            found = self._tokens(texts)
+        out: list[dict[str, int]] = []
+        for i in range(len(texts)):
+            held: dict[str, int] = {}
+            for term in found.get(i, ()):
+                held[term] = held.get(term, 0) + 1
+            out.append(held)
+        return out
+
+    def _tokens(self, texts: list[str]) -> dict[int, list[str]]:
+        """Each text's terms, by its position in ``texts`` (call under the lock)."""
+        conn = self._conn
+        conn.execute("BEGIN")
+        try:
+            conn.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(texts))
+            found: dict[int, list[str]] = {}
+            for doc, term in conn.execute("SELECT doc, term FROM tokens"):
+                found.setdefault(doc, []).append(term)
+            conn.execute("DELETE FROM words")
+        finally:
+            conn.execute("COMMIT")
+        return found
+
+
+def _terms() -> Terms:
+    global _TERMS
+    if _TERMS is None:
+        with _MAKING:
+            if _TERMS is None:
+                _TERMS = Terms()
+    return _TERMS
+
 
 _TERMS: Terms | None = None
 _MAKING = threading.Lock()
+_NONE: Postings = (np.empty(0, np.int64), np.empty(0, np.float64))
 
 
 class Index:
-    """One collection's postings, read from its FTS5 index (``<tables>_fts``) on demand
-    and kept until :meth:`clear` (the collection changed)."""
+    """One collection's postings, read from its FTS5 index (``<tables>_fts``).
+
+    An index of at most :data:`ALL_ROWS` rows is read whole, in one pass, and then kept
+    in step with the file: :meth:`changed` re-reads the terms of the rows the change log
+    names (the text FTS5 indexed, tokenised as FTS5 does), so a write does not drop the
+    postings. A larger index reads each term's postings when a query first needs them and
+    drops them all on any change."""
 
     def __init__(self, tables: str) -> None:
         self.fts = f"{tables}_fts"
+        self.records = f'"{tables}_records"'
         self._vocab = f'temp."{tables}_fts_instances"'
         self._made = False
         self._postings: dict[str, Postings] = {}
+        #: every term of the index is in ``_postings`` (and each row's terms in ``_held``)
+        self._complete = False
+        self._held: dict[int, Iterable[str]] = {}
 
     def clear(self) -> None:
         self._postings.clear()
+        self._held.clear()
+        self._complete = False
 
     def postings(self, conn: sqlite3.Connection, term: str) -> Postings:
         found = self._postings.get(term)
         if found is None:
-            if not self._made:
-                conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._vocab}"
-                             f" USING fts5vocab(main, '{self.fts}', 'instance')")
-                self._made = True
-            (docs,) = conn.execute(
+            if self._complete:
+                return _NONE
+            (docs,) = self._instances(conn).execute(
                 f"SELECT group_concat(doc) FROM {self._vocab} WHERE term = ?", (term,)
             ).fetchone()
             seqs = np.array(docs.split(","), np.int64) if docs else np.empty(0, np.int64)
@@ -117,6 +151,88 @@ class Index:
                 self._postings.clear()
             found = self._postings[term] = (seqs, counts.astype(np.float64))
         return found
+
+    def prepare(self, conn: sqlite3.Connection, rows: int) -> None:
+        """Read the whole index when it holds at most :data:`ALL_ROWS` rows and is not read
+        yet (one pass over FTS5's instances, ordered by term then row)."""
+        if self._complete or rows > ALL_ROWS:
+            return
+        (text,) = self._instances(conn).execute(
+            f"SELECT group_concat(doc) FROM {self._vocab}").fetchone()
+        terms = conn.execute(
+            f"SELECT term, cnt FROM temp.\"{self.fts}_row_terms\" ORDER BY term").fetchall()
+        docs = np.array(text.split(","), np.int64) if text else np.empty(0, np.int64)
+        sizes = np.array([count for _, count in terms], np.int64)
+        ends = np.cumsum(sizes)
+        if len(docs) != (int(ends[-1]) if len(ends) else 0):
+            return  # the two reads disagree (cannot happen in one transaction): read per term
+        starts = ends - sizes
+        first = np.ones(len(docs), np.bool_)  # where a (term, row) pair starts
+        first[1:] = docs[1:] != docs[:-1]
+        first[starts] = True
+        at = np.flatnonzero(first)
+        pair_docs = docs[at]
+        pair_counts = np.diff(np.append(at, len(docs))).astype(np.float64)
+        bounds = [*np.searchsorted(at, starts).tolist(), len(at)]
+        names = [term for term, _ in terms]
+        self._postings = {name: (pair_docs[bounds[i] : bounds[i + 1]],
+                                 pair_counts[bounds[i] : bounds[i + 1]])
+                          for i, name in enumerate(names)}
+        # each row's terms, to take it out of their postings when it changes
+        owner = np.repeat(np.array(names, object), np.diff(bounds))
+        order = np.argsort(pair_docs, kind="stable")
+        rows_sorted = pair_docs[order]
+        split = np.flatnonzero(rows_sorted[1:] != rows_sorted[:-1]) + 1
+        self._held = {} if not len(order) else dict(zip(
+            rows_sorted[np.append(0, split)].tolist(), np.split(owner[order], split),
+            strict=True))
+        self._complete = True
+
+    def changed(self, conn: sqlite3.Connection, seqs: list[int]) -> None:
+        """The rows ``seqs`` changed (or were deleted): their postings follow (call inside
+        the read transaction in which the change log named them)."""
+        if not self._complete:
+            self.clear()
+            return
+        texts = conn.execute(
+            f"SELECT seq, memory FROM {self.records} WHERE seq IN (SELECT value FROM json_each(?))",
+            (json.dumps(seqs),),
+        ).fetchall()
+        gone: dict[str, list[int]] = {}
+        for seq in seqs:
+            for term in self._held.pop(seq, ()):
+                gone.setdefault(term, []).append(seq)
+        come: dict[str, list[tuple[int, int]]] = {}
+        for (seq, _), held in zip(texts, _terms().counts([text for _, text in texts]),
+                                  strict=True):
+            self._held[seq] = tuple(held)
+            for term, count in held.items():
+                come.setdefault(term, []).append((seq, count))
+        for term in gone.keys() | come.keys():
+            seqs_of, counts = self._postings.get(term, _NONE)
+            if term in gone:
+                kept = ~np.isin(seqs_of, np.array(gone[term], np.int64))
+                seqs_of, counts = seqs_of[kept], counts[kept]
+            if term in come:
+                added = come[term]
+                seqs_of = np.concatenate([seqs_of, np.array([s for s, _ in added], np.int64)])
+                counts = np.concatenate([counts, np.array([c for _, c in added], np.float64)])
+                order = np.argsort(seqs_of, kind="stable")
+                seqs_of, counts = seqs_of[order], counts[order]
+            if len(seqs_of):
+                self._postings[term] = (seqs_of, counts)
+            else:
+                self._postings.pop(term, None)
+
+    def _instances(self, conn: sqlite3.Connection) -> sqlite3.Connection:
+        """``conn``, with the ``fts5vocab`` tables over the index made (temp: per connection)."""
+        if not self._made:
+            conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._vocab}"
+                         f" USING fts5vocab(main, '{self.fts}', 'instance')")
+            conn.execute(f'CREATE VIRTUAL TABLE IF NOT EXISTS temp."{self.fts}_row_terms"'
+                         f" USING fts5vocab(main, '{self.fts}', 'row')")
+            self._made = True
+        return conn
 
     def totals(self, conn: sqlite3.Connection) -> tuple[int, int]:
         """The rows of the index and the terms they hold, as FTS5 keeps them (the

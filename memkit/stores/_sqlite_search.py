@@ -113,12 +113,13 @@ class FileMatrix:
         if any(term is None for term in terms):
             return None
         index = self._synced(conn, version)
+        rows, tokens = self.keywords.totals(conn)
+        self.keywords.prepare(conn, rows)
         phrases = [self.keywords.postings(conn, term) for term in terms if term is not None]
         matched = np.concatenate([seqs for seqs, _ in phrases])
         matched.sort()
         if len(matched):  # the union
             matched = matched[np.concatenate([[True], matched[1:] != matched[:-1]])]
-        rows, tokens = self.keywords.totals(conn)
         if not len(matched) or rows <= 0:
             return np.empty(0, np.int64), np.empty(0, np.float64)
         pos = index.find(matched)
@@ -339,7 +340,7 @@ class FileMatrix:
             for row in rows:
                 self._rows.pop(row[0], None)
             if rows:
-                self.keywords.clear()
+                self.keywords.changed(conn, [row[0] for row in rows])
         self._last_change = max(floor, self._log_bounds(conn)[1])
         self._log_floor = floor
         self._index, self._seen_version, self._dirty = index, version, False
