@@ -422,6 +422,9 @@ def serve(
     repair_every: Annotated[str | None, typer.Option(
         help="Write the graph work a graph outage left owed this often (default 1m; off).")
     ] = None,
+    access_log: Annotated[bool | None, typer.Option(
+        help="Log a line per request to stderr; over server.access_log (default: on with -v).")
+    ] = None,
 ) -> None:
     """Serve the REST API (extra: server). Keys: config server.api_keys or MEMKIT_API_KEYS.
     Upkeep on a schedule: --prune-every / --consolidate-every / --repair-every, or
@@ -429,7 +432,13 @@ def serve(
     try:
         import uvicorn
 
-        from memkit.cli._serve import SHUTDOWN_GRACE, build_app, serve_workers, shared_store_problem
+        from memkit.cli._serve import (
+            SHUTDOWN_GRACE,
+            build_app,
+            logs_requests,
+            serve_workers,
+            shared_store_problem,
+        )
         from memkit.server import load_keys
     except ImportError as exc:
         fail(with_hint(exc, "server"))
@@ -455,6 +464,7 @@ def serve(
                        "in one process: serve it from a separate memkit serve --workers 1")
         if problem:
             fail(f"--workers {workers}: {problem}", code=2)
+        access_log = logs_requests(config, access_log, settings.verbose)
         app_ = build_app(config)  # in the parent too: a bad config fails once, here
     except (MemkitError, ImportError) as exc:
         fail(str(exc))
@@ -462,13 +472,13 @@ def serve(
     uvicorn_level = "debug" if settings.verbose > 1 else "info"
     if workers == 1:
         uvicorn.run(app_, host=host, port=port, log_level=uvicorn_level,
-                    timeout_graceful_shutdown=SHUTDOWN_GRACE)
+                    access_log=access_log, timeout_graceful_shutdown=SHUTDOWN_GRACE)
         return
     import asyncio
 
     asyncio.run(app_.state.memory.aclose())
     serve_workers(config, host=host, port=port, workers=workers, log_level=settings.log_level,
-                  uvicorn_log_level=uvicorn_level)
+                  uvicorn_log_level=uvicorn_level, access_log=access_log)
 
 
 def _scheduled(config: dict[str, Any]) -> bool:

@@ -83,12 +83,13 @@ async def authenticate(
 Auth = Annotated[Grant, Depends(authenticate)]
 
 
-def _memory(request: Request) -> AsyncMemory:
+# async, as FastAPI runs a plain function dependency in its threadpool: a thread hop a request
+async def _memory(request: Request) -> AsyncMemory:
     memory: AsyncMemory = request.app.state.memory
     return memory
 
 
-def _feed(request: Request) -> Broadcaster:
+async def _feed(request: Request) -> Broadcaster:
     feed: Broadcaster = request.app.state.events
     return feed
 

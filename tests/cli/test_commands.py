@@ -210,6 +210,10 @@ def test_serve_answers_and_refuses_public_host_without_keys(tmp_path: Path) -> N
     assert wrong.returncode == 1 and "server.schedule.repair_every" in wrong.stderr
     twice = memkit(db, "serve", "--workers", "2", "--consolidate-every", "1h", check=False)
     assert twice.returncode == 2 and "runs in one process" in twice.stderr
+    config = tmp_path / "logs.json"
+    config.write_text(json.dumps({"server": {"access_log": "yes"}}))
+    wrong = memkit(db, "--config", str(config), "serve", check=False)
+    assert wrong.returncode == 1 and "server.access_log must be true or false" in wrong.stderr
 
     with httpx.Client() as probe:
         import socket
@@ -220,7 +224,8 @@ def test_serve_answers_and_refuses_public_host_without_keys(tmp_path: Path) -> N
         cmd = [sys.executable, "-m", "memkit.cli", "-v", "--store", "sqlite", "--path", str(db),
                "--embedder", "hash", "serve", "--port", str(port), "--prune-every", "0.2s"]
         log = (tmp_path / "serve.log").open("w")
-        server = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL, stderr=log)
+        requests = (tmp_path / "requests.log").open("w")  # -v: a line per request
+        server = subprocess.Popen(cmd, env=_env(), stdout=requests, stderr=log)
         try:
             deadline = time.monotonic() + 30
             while True:
@@ -246,8 +251,10 @@ def test_serve_answers_and_refuses_public_host_without_keys(tmp_path: Path) -> N
             server.terminate()
             server.wait(10)
             log.close()
+            requests.close()
         assert "scheduled prune: 1 memories below confidence 0.05 forgotten" in (
             tmp_path / "serve.log").read_text()
+        assert '"POST /v1/memories/ HTTP/1.1" 200' in (tmp_path / "requests.log").read_text()
 
 
 def test_ui_prints_a_link_that_works_once(tmp_path: Path) -> None:
