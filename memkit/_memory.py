@@ -247,10 +247,10 @@ class Memory(Client):
     def changes(self, after: str | None = None, *, user_id: str | None = None,
                 agent_id: str | None = None, run_id: str | None = None,
                 limit: int = 100) -> list[Change]:
-        """Up to ``limit`` changes to memories (``ADD``, ``UPDATE``, ``DELETE``, ``PURGE``) committed
-        after position ``after`` (from the oldest kept without it), by any process that
-        shares the history, in commit order; ``changes[-1].position`` reads on. Following
-        them as they commit: :meth:`watch`."""
+        """Up to ``limit`` changes (memories' ``ADD``, ``UPDATE``, ``DELETE``, ``PURGE``; a
+        graph's ``ENTITY_ADD``; ``CONSOLIDATE``) committed after position ``after`` (from the
+        oldest kept without it), by any process that shares the history, in commit order;
+        ``changes[-1].position`` reads on. Following them as they commit: :meth:`watch`."""
         return self._runtime.run(requests.changes(after, user_id, agent_id, run_id, limit))
 
     def watch(self, after: str | None = None, *, user_id: str | None = None,

@@ -11,11 +11,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from memkit._display import html_table, one_line, plural, scope_of, text_table
 
 Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
-GraphEventName = Literal["RELATION_ADD", "RELATION_CLOSE", "RELATION_DELETE", "ENTITY_DELETE"]
+GraphEventName = Literal["RELATION_ADD", "RELATION_CLOSE", "RELATION_DELETE", "ENTITY_ADD",
+                         "ENTITY_DELETE"]
 PurgeEventName = Literal["PURGE"]
 """What a purged record leaves in the history: the event, without any text."""
 PendingEventName = Literal["GRAPH_PENDING"]
 """Graph work an add still owes (``memory_id`` ``memkit:graph-pending``), gone once done."""
+ConsolidateEventName = Literal["CONSOLIDATE"]
+"""A consolidation that merged memories, once per scope it merged in (``memory_id``: the
+run's id; ``new_value``: JSON with ``examined``, ``clusters`` and ``merged``)."""
 
 MEMORY_TYPES = ("observation", "decision", "learning", "error", "pattern", "preference", "fact",
                 "procedure", "task")
@@ -294,12 +298,12 @@ class SearchResult(ResultModel):
 
 class HistoryRecord(ResultModel):
     """One change to one memory (or, with a graph, to a relation or an entity: ``memory_id``
-    is then its id). A purged memory keeps only ``PURGE`` records: no text, the time, the
-    scope."""
+    is then its id; or a consolidation's summary, ``CONSOLIDATE``). A purged memory keeps
+    only ``PURGE`` records: no text, the time, the scope."""
 
     id: str
     memory_id: str
-    event: Event | GraphEventName | PurgeEventName | PendingEventName
+    event: Event | GraphEventName | PurgeEventName | PendingEventName | ConsolidateEventName
     old_value: str | None = None
     new_value: str | None = None
     timestamp: datetime
@@ -319,9 +323,10 @@ class HistoryRecord(ResultModel):
 
 
 class Change(HistoryRecord):
-    """A memory's change (``ADD``, ``UPDATE``, ``DELETE``, or ``PURGE``: removed for good) as
-    the change feed gives it: its history record and its ``position`` in commit order
-    (``Memory.changes``, ``AsyncMemory.watch``)."""
+    """A change as the change feed gives it (``Memory.changes``, ``AsyncMemory.watch``): its
+    history record and its ``position`` in commit order. A memory's ``ADD``, ``UPDATE``,
+    ``DELETE``, or ``PURGE`` (removed for good); a graph's ``ENTITY_ADD`` (``memory_id``: the
+    entity's id; ``new_value``: JSON with its ``name`` and ``type``); or a ``CONSOLIDATE``."""
 
     #: where the feed resumes after this change: pass it back as ``after``
     position: str

@@ -33,7 +33,7 @@ def test_the_history_and_graph_in_the_stores_own_file_share_its_transactions(
         assert [e.name for e in m.get_entities(user_id="alice")] == ["Alice", "Lisbon"]
     with sqlite3.connect(path) as conn:  # the default tables of the store's file
         assert conn.execute("SELECT event FROM memkit_history").fetchall() == [
-            ("ADD",), ("RELATION_ADD",)]
+            ("ADD",), ("ENTITY_ADD",), ("ENTITY_ADD",), ("RELATION_ADD",)]
         assert conn.execute("SELECT count(*) FROM memkit_graph_entities").fetchone() == (2,)
 
 

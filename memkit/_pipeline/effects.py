@@ -125,7 +125,7 @@ class ReadHistory(Returns[list[HistoryRecord]]):
 
 @dataclass(frozen=True, slots=True)
 class ReadChanges(Returns[list[Change]]):
-    """-> list[Change]: memory changes committed after ``after``, in commit order"""
+    """-> list[Change]: the feed's changes committed after ``after``, in commit order"""
 
     after: str | None
     scope: tuple[tuple[str, str], ...]

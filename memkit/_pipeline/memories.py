@@ -280,7 +280,8 @@ def history_flow(memory_id: str) -> Flow[HistoryList]:
 
 
 def changes_flow(after: str | None, scope: Scope, limit: int) -> Flow[list[Change]]:
-    """The memory changes of ``scope`` committed after position ``after``, in commit order."""
+    """The changes of ``scope`` (memories', entities created, consolidations) committed
+    after position ``after``, in commit order."""
     if after is not None and (not isinstance(after, str) or not 0 < len(after) <= 100):
         raise InvalidArgument(f"after must be a change's position or None, got {after!r}"[:300])
     fields = tuple((name, value) for name, value in (
@@ -303,6 +304,9 @@ def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:
         raise NotFoundError(f"no history event with id {event_id!r}")
     if event.event == "NONE":
         raise InvalidArgument(f"event {event_id} changed nothing; there is nothing to revert")
+    if event.event not in ("ADD", "UPDATE", "DELETE"):
+        raise InvalidArgument(f"event {event_id} is a {event.event}, not a memory's ADD, "
+                              "UPDATE or DELETE: it cannot be reverted")
     rows: list[HistoryRecord] = yield from ask(ReadHistory(event.memory_id))
     if any(r.reverts == event_id for r in rows):
         raise ConflictError(f"event {event_id} was already reverted")

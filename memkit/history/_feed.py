@@ -18,8 +18,10 @@ from typing import Any
 
 from memkit._errors import InvalidArgument
 
-#: the history events the change feed carries (a graph's records are not memories')
-FEED_EVENTS = ("ADD", "UPDATE", "DELETE", "PURGE")
+#: the history events the change feed carries: the memories' changes, the entities a graph
+#: creates and the consolidations that merged memories (not the graph's other records, nor
+#: the outbox's pending work)
+FEED_EVENTS = ("ADD", "UPDATE", "DELETE", "PURGE", "ENTITY_ADD", "CONSOLIDATE")
 
 
 def bad_position(position: str) -> InvalidArgument:

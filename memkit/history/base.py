@@ -90,10 +90,11 @@ class HistoryStore(ABC):
     async def asearches(self, scope: Mapping[str, str], limit: int) -> list[SearchLogEntry]:
         return await asyncio.to_thread(self.searches, scope, limit)
 
-    # -- the change feed: memories' ADD, UPDATE and DELETE records in commit order ----------
+    # -- the change feed: the records of FEED_EVENTS (_feed.py) in commit order -------------
     def changes(self, after: str | None, scope: Mapping[str, str], limit: int) -> list[Change]:
-        """Up to ``limit`` memory changes committed after position ``after`` (``None``: from
-        the oldest kept) within ``scope`` (every field given must match), in commit order."""
+        """Up to ``limit`` changes (records of ``FEED_EVENTS``) committed after position
+        ``after`` (``None``: from the oldest kept) within ``scope`` (every field given must
+        match), in commit order."""
         raise NotImplementedError(f"{type(self).__name__} keeps no change feed")
 
     def head(self) -> str | None:

@@ -49,7 +49,7 @@ def create_app(
         memory = AsyncMemory(memory_config)
     mem = memory
     feed = Broadcaster()
-    scheduler = Scheduler(upkeep, mem, feed)
+    scheduler = Scheduler(upkeep, mem)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

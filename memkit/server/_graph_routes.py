@@ -10,8 +10,7 @@ from pydantic import Field
 from memkit import EntityGraph, GraphEntity, GraphRelation, MemoryItem, NotFoundError
 from memkit.server._auth import scope_for
 from memkit.server._errors import ERROR_RESPONSES
-from memkit.server._events import entity_events
-from memkit.server._routes import Auth, Feed, Mem
+from memkit.server._routes import Auth, Mem
 from memkit.server._schemas import Deleted, RequestBody
 
 graph_router = APIRouter(prefix="/v1/entities", responses=ERROR_RESPONSES, tags=["graph"])
@@ -41,28 +40,18 @@ class NewEntityBody(EntityBody):
     name: str = Field(min_length=1)
 
 
-def _created(entity: GraphEntity) -> list[GraphEntity]:
-    """``entity`` if this request created it: an update moves ``updated_at`` past
-    ``created_at``."""
-    return [entity] if entity.created_at == entity.updated_at else []
-
-
 @graph_router.post("/", response_model=GraphEntity, summary="Create (or update) an entity")
-async def create_entity(body: NewEntityBody, grant: Auth, mem: Mem, feed: Feed) -> GraphEntity:
+async def create_entity(body: NewEntityBody, grant: Auth, mem: Mem) -> GraphEntity:
+    """A new entity is an ``entity_created`` event."""
     scope = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
-    entity = await mem.add_entity(body.name, type=body.type, summary=body.summary, **scope)
-    feed.publish(entity_events(_created(entity)))
-    return entity
+    return await mem.add_entity(body.name, type=body.type, summary=body.summary, **scope)
 
 
 @graph_router.put("/{name}/", response_model=GraphEntity, summary="Update (or create) an entity")
-async def update_entity(name: str, body: EntityBody, grant: Auth, mem: Mem,
-                        feed: Feed) -> GraphEntity:
+async def update_entity(name: str, body: EntityBody, grant: Auth, mem: Mem) -> GraphEntity:
     """A ``type`` replaces "unknown", a ``summary`` the old one."""
     scope = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
-    entity = await mem.add_entity(name, type=body.type, summary=body.summary, **scope)
-    feed.publish(entity_events(_created(entity)))
-    return entity
+    return await mem.add_entity(name, type=body.type, summary=body.summary, **scope)
 
 
 @graph_router.get("/", response_model=list[GraphEntity], summary="List a scope's entities")
@@ -121,17 +110,12 @@ async def entity_memories(name: str, grant: Auth, mem: Mem, user_id: Id = None,
 
 @graph_router.post("/{name}/relations/", response_model=GraphRelation,
                    summary="Add a relation from the entity")
-async def add_relation(name: str, body: RelationBody, grant: Auth, mem: Mem,
-                       feed: Feed) -> GraphRelation:
+async def add_relation(name: str, body: RelationBody, grant: Auth,
+                       mem: Mem) -> GraphRelation:
     """Missing entities are created (each an ``entity_created`` event)."""
     scope = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
-    added = await mem.add_relation(name, body.relation, body.target, **scope,
-                                   source_type=body.source_type, target_type=body.target_type)
-    if added.weight == 1.0:  # a new relation: its ends may be new too
-        ends = [await mem.get_entity(end, **scope) for end in (added.source, added.target)]
-        feed.publish(entity_events(e for e in ends
-                                   if e is not None and e.created_at == added.valid_from))
-    return added
+    return await mem.add_relation(name, body.relation, body.target, **scope,
+                                  source_type=body.source_type, target_type=body.target_type)
 
 
 @graph_router.delete("/{name}/relations/", response_model=Deleted,

@@ -11,8 +11,7 @@ from pydantic import Field
 from memkit import ConsolidationResult, DeleteResult, MemoryStats, SearchLogEntry
 from memkit.server._auth import ScopeForbidden, scope_for
 from memkit.server._errors import ERROR_RESPONSES
-from memkit.server._events import consolidation_events
-from memkit.server._routes import Auth, Feed, Mem, filters_param, visible
+from memkit.server._routes import Auth, Mem, filters_param, visible
 from memkit.server._schemas import RequestBody
 
 lifecycle_router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES, tags=["lifecycle"])
@@ -65,18 +64,14 @@ async def stats(grant: Auth, mem: Mem, user_id: Id = None, agent_id: Id = None,
 
 @lifecycle_router.post("/consolidate/", response_model=ConsolidationResult,
                        summary="Merge near-duplicate memories")
-async def consolidate(body: ConsolidateBody, grant: Auth, mem: Mem,
-                      feed: Feed) -> ConsolidationResult:
+async def consolidate(body: ConsolidateBody, grant: Auth, mem: Mem) -> ConsolidationResult:
     """Clusters of near-duplicates per scope, each merged into its most confident member
-    (``dry_run``, the default, only reports them); a ``consolidation_complete`` event
-    follows a merge."""
+    (``dry_run``, the default, only reports them); a ``consolidation_complete`` event per
+    scope follows a merge."""
     scope: dict[str, Any] = scope_for(grant, user_id=body.user_id, agent_id=body.agent_id,
                                       run_id=body.run_id)
-    report = await mem.consolidate(**scope, threshold=body.threshold, dry_run=body.dry_run,
-                                   filters=body.filters)
-    if not report.dry_run:
-        feed.publish(consolidation_events(report, scope))
-    return report
+    return await mem.consolidate(**scope, threshold=body.threshold, dry_run=body.dry_run,
+                                 filters=body.filters)
 
 
 @lifecycle_router.post("/prune/", response_model=DeleteResult,

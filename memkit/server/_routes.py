@@ -25,7 +25,7 @@ from memkit import (
 from memkit._net import is_loopback
 from memkit.server._auth import LOCAL_GRANT, Grant, ScopeForbidden, find_grant, scope_for
 from memkit.server._errors import ERROR_RESPONSES, AuthError
-from memkit.server._events import Broadcaster, consolidation_events, entity_events
+from memkit.server._events import Broadcaster
 from memkit.server._schemas import (
     ENTITY_FILTER,
     AddBody,
@@ -121,25 +121,19 @@ async def in_chain(mem: AsyncMemory, grant: Grant, memory_id: str) -> MemoryItem
 
 
 @router.post("/memories/", response_model=AddResult, summary="Add memories")
-async def add_memories(body: AddBody, grant: Auth, mem: Mem, feed: Feed) -> AddResult:
+async def add_memories(body: AddBody, grant: Auth, mem: Mem) -> AddResult:
     """Remember a conversation; with ``infer`` the LLM curates it into facts."""
     scope: dict[str, Any] = scope_for(
         grant, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
     messages: Any = (body.messages if isinstance(body.messages, str)
                      else [m.model_dump(exclude_none=True) for m in body.messages])
-    result = await mem.add(messages, user_id=scope["user_id"], agent_id=scope["agent_id"],
-                           run_id=scope["run_id"], metadata=body.metadata, infer=body.infer,
-                           timestamp=body.timestamp, prompt=body.prompt, filters=body.filters,
-                           on_error=body.on_error, expires_at=body.expires_at,
-                           dry_run=body.dry_run, memory_type=body.memory_type,
-                           importance=body.importance, confidence=body.confidence,
-                           surface=body.surface, entities=body.entities)
-    if body.dry_run:
-        return result
-    feed.publish(entity_events(result.entities))
-    if result.consolidation is not None:  # lifecycle.consolidate_every
-        feed.publish(consolidation_events(result.consolidation, scope))
-    return result
+    return await mem.add(messages, user_id=scope["user_id"], agent_id=scope["agent_id"],
+                         run_id=scope["run_id"], metadata=body.metadata, infer=body.infer,
+                         timestamp=body.timestamp, prompt=body.prompt, filters=body.filters,
+                         on_error=body.on_error, expires_at=body.expires_at,
+                         dry_run=body.dry_run, memory_type=body.memory_type,
+                         importance=body.importance, confidence=body.confidence,
+                         surface=body.surface, entities=body.entities)
 
 
 @router.get("/memories/", response_model=MemoryPage, summary="List a scope's memories")

@@ -17,8 +17,8 @@ Each job runs over every scope of the store, as an admin's ``prune(dry_run=False
 requests (the
 store's work runs as any request's does, so requests are served meanwhile). What it did
 is logged (logger ``memkit.server``: INFO when a run changed something, which ``memkit -v
-serve`` shows; DEBUG otherwise) and published on the change feed. On shutdown a job that
-is running finishes; no other starts.
+serve`` shows; DEBUG otherwise) and, being in the history, on the change feed. On shutdown
+a job that is running finishes; no other starts.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memkit import AsyncMemory, ConfigError
-from memkit.server._events import Broadcaster, consolidation_events
 
 log = logging.getLogger("memkit.server")
 
@@ -101,7 +100,6 @@ class Scheduler:
 
     schedule: Schedule
     memory: AsyncMemory
-    feed: Broadcaster
     runs: dict[str, int] = field(default_factory=lambda: {"prune": 0, "consolidate": 0,
                                                           "repair": 0})
     _stop: asyncio.Event | None = None
@@ -146,15 +144,13 @@ class Scheduler:
 
     async def _prune(self) -> tuple[bool, str]:
         below = self.schedule.prune_below
-        report = await self.memory.prune(below, dry_run=False)  # on the feed from the history
+        report = await self.memory.prune(below, dry_run=False)
         return bool(report.results), (f"{len(report.results)} memories below confidence "
                                       f"{below:g} forgotten")
 
     async def _consolidate(self) -> tuple[bool, str]:
         report = await self.memory.consolidate(threshold=self.schedule.consolidate_threshold,
                                                dry_run=False)
-        if report.clusters:
-            self.feed.publish(consolidation_events(report, {}))
         return bool(report.clusters), (f"{report.merged} memories merged in "
                                        f"{len(report.clusters)} clusters of {report.examined} "
                                        "examined")

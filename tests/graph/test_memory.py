@@ -3,6 +3,7 @@ facts, relations closed only by decisions, hostile output contained, scope-check
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -359,7 +360,9 @@ def test_graph_events_are_in_the_history(make: Any) -> None:
         ("RELATION_CLOSE", None, "user -[WORKS_AT]-> Google")]
     entity = m.get_entity("Meta", user_id="alice")
     assert m.delete_entity("Meta", user_id="alice") is True
-    assert [(h.event, h.user_id) for h in m.history(entity.id)] == [("ENTITY_DELETE", "alice")]
+    assert [(h.event, h.user_id) for h in m.history(entity.id)] == [
+        ("ENTITY_ADD", "alice"), ("ENTITY_DELETE", "alice")]
+    assert json.loads(m.history(entity.id)[0].new_value) == {"name": "Meta", "type": entity.type}
     assert [h.event for h in m.history(meta.id)] == ["RELATION_ADD", "RELATION_DELETE"]
 
 

@@ -6,6 +6,7 @@ fails on command (a SQLite graph in a file of its own, so not in the store's tra
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Generator
 from typing import Any, TypeVar
@@ -100,6 +101,9 @@ def test_a_graph_outage_during_an_add_is_repaired_without_sending_it_again(
     assert [h.event for h in m.history(works.id)] == ["RELATION_ADD"]
     assert store.history().get(OUTBOX) == [] and m.repair() == 0
     assert [r.weight for r in _relations(m, "Alice")] == [1.0]
+    created = [json.loads(c.new_value)["name"] for c in m.changes(user_id="u")
+               if c.event == "ENTITY_ADD"]  # once each, whatever the failed try wrote
+    assert created == ["Acme", "Alice", *(["Bob", "tea"] if how == "next-add" else [])]
 
 
 def test_an_outage_that_lasts_keeps_the_work_pending(memory: Any) -> None:

@@ -6,6 +6,7 @@ server, tests/server/test_feed_workers.py)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -44,6 +45,47 @@ def test_changes_in_commit_order_from_any_position(make_memory: MakeMemory) -> N
     assert m.changes(user_id="carol") == []
     with pytest.raises(InvalidArgument, match="position"):
         m.changes("not a position")
+
+
+def test_changes_carry_the_entities_created_and_the_consolidations(tmp_path: Path) -> None:
+    from memkit.stores.sqlite import SQLiteStore
+
+    store = SQLiteStore(str(tmp_path / "m.db"))
+    with Memory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=store,
+                graph_store=store.graph()) as m:
+        lunch = m.add("Lunch at Acme", user_id="alice", infer=False, entities=["Acme"])
+        m.add_entity("acme", type="organization", user_id="alice")  # known: not created
+        m.add_relation("Alice", "works at", "Acme", user_id="alice")  # Alice is new
+        m.add_entity("Berlin", type="city", user_id="bob")
+        kept, merged = (m.add(text, user_id="alice", infer=False).results[0].id
+                        for text in ("User plays chess", "user plays chess!"))
+        report = m.consolidate(user_id="alice", dry_run=False)
+        assert m.consolidate(user_id="alice", dry_run=False).clusters == []  # no row
+
+        changes = m.changes(user_id="alice")
+        assert [c.event for c in changes] == [
+            "ADD", "ENTITY_ADD", "ENTITY_ADD", "ADD", "ADD", "DELETE", "CONSOLIDATE"]
+        acme, alice = (m.get_entity(name, user_id="alice") for name in ("Acme", "Alice"))
+        assert [(c.memory_id, json.loads(c.new_value or "")) for c in changes[1:3]] == [
+            (acme.id, {"name": "Acme", "type": "unknown"}),
+            (alice.id, {"name": "Alice", "type": "unknown"})]
+        done = changes[-1]
+        assert (done.user_id, json.loads(done.new_value or "")) == ("alice", {
+            "examined": report.examined, "clusters": 1, "merged": {kept: [merged]}})
+        assert changes[-2].memory_id == merged
+        assert [(c.event, c.memory_id) for c in m.changes(changes[2].position, user_id="alice")
+                ] == [(c.event, c.memory_id) for c in changes[3:]]
+        berlin = m.changes(user_id="bob")
+        assert [(c.event, c.user_id) for c in berlin] == [("ENTITY_ADD", "bob")]
+
+        # a memory's history stays the memory's; an entity's and a run's are their own
+        assert [h.event for h in m.history(lunch.results[0].id)] == ["ADD"]
+        assert [h.event for h in m.history(kept)] == ["ADD"]
+        assert [h.event for h in m.history(acme.id)] == ["ENTITY_ADD"]
+        assert [h.id for h in m.history(done.memory_id)] == [done.id]
+        for event in (changes[1], done):
+            with pytest.raises(InvalidArgument, match="cannot be reverted"):
+                m.revert(event.id)
 
 
 async def _follow(memory: AsyncMemory, writes: Callable[[], Any], want: int,

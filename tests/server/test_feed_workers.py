@@ -1,6 +1,7 @@
 """The change feed across processes: a stream on one worker of ``memkit serve --workers 2``
 sees what the other worker and a separate Python process write, in commit order, each
-change once; ``Last-Event-ID`` resumes with exactly the changes missed; a key bound to a
+change once, the entities a graph creates and the consolidations that merge memories
+among them; ``Last-Event-ID`` resumes with exactly the changes missed; a key bound to a
 scope sees that scope only. On the embedded default (SQLite) and on pgvector with the
 history in PostgreSQL (LISTEN/NOTIFY).
 
@@ -80,7 +81,7 @@ def _feed_across_workers_and_a_script(config: dict[str, Any]) -> None:
         _add(server, "alice-key", one, text("alice last"))
 
         seen = alice.until(text("alice last"))
-        assert [(e["type"], e["memory"]) for e in seen] == [
+        assert [(e["event"], e["memory"]) for e in seen] == [
             ("memory_created", text("alice via the other worker")),
             ("memory_created", text("alice by a script")),
             ("memory_updated", text("alice edited")),
@@ -89,7 +90,7 @@ def _feed_across_workers_and_a_script(config: dict[str, Any]) -> None:
         assert seen[3]["id"] == first and {e["user_id"] for e in seen} == {"alice"}
         assert len({e["event_id"] for e in seen}) == len(seen)
         everything = admin.until(text("alice last"))
-        assert [(e["user_id"], e["memory"]) for e in everything if e["type"] == "memory_created"
+        assert [(e["user_id"], e["memory"]) for e in everything if e["event"] == "memory_created"
                 ] == [("alice", text("alice via the other worker")),
                       ("bob", text("bob via the streaming worker")),
                       ("alice", text("alice by a script")), ("bob", text("bob by a script")),
@@ -104,7 +105,7 @@ def _feed_across_workers_and_a_script(config: dict[str, Any]) -> None:
         _add(server, "alice-key", one, text("alice after reconnecting"))
         resumed = back.until(text("alice after reconnecting"))
         back.close()
-        assert [(e["type"], e["memory"]) for e in resumed] == [
+        assert [(e["event"], e["memory"]) for e in resumed] == [
             ("memory_created", text("alice missed 1")), ("memory_created", text("alice missed 2")),
             ("memory_created", text("alice after reconnecting"))]
 
@@ -126,4 +127,98 @@ def test_feed_across_workers_on_pgvector(pg_dsn: str) -> None:
         "vector_store": {"provider": "pgvector",
                          "config": {"dsn": pg_dsn, "collection_name": name}},
         "history": {"provider": "postgres", "config": {"dsn": pg_dsn, "table": f"{name}_h"}},
+        "embedder": {"provider": "hash"}})
+
+
+def _post(server: Workers, key: str, worker: str, path: str, body: dict[str, Any]) -> Any:
+    client, _ = server.client(key, worker)
+    try:
+        done = client.post(path, json=body)
+    finally:
+        client.close()
+    assert done.status_code == 200, done.text
+    return done.json()
+
+
+def _entities_and_consolidations_across_workers(config: dict[str, Any]) -> None:
+    """``entity_created`` and ``consolidation_complete`` made through one worker reach a
+    stream on the other, in commit order among the memories' changes, each with an id that
+    ``Last-Event-ID`` resumes after; another key's entities stay out of alice's stream."""
+    tag = uuid.uuid4().hex[:8]
+
+    def text(what: str) -> str:
+        return f"{what} {tag}"
+
+    def merge_pair(worker: str, fact: str) -> None:  # two near-duplicates, then a merge
+        for variant in (fact, fact.lower() + "!"):
+            _add(server, "alice-key", worker, variant)
+        _post(server, "alice-key", worker, "/v1/consolidate/", {"dry_run": False})
+
+    with serving_workers(config) as server:
+        one, two = server.instances()
+        alice = EventStream(server.client("alice-key", one)[0])
+        bob = EventStream(server.client("bob-key", one)[0])
+        _post(server, "alice-key", two, "/v1/memories/", {
+            "messages": text("lunch at Acme"), "infer": False, "entities": ["Acme"]})
+        _post(server, "alice-key", two, "/v1/entities/", {"name": "Berlin", "type": "city"})
+        _post(server, "bob-key", two, "/v1/entities/", {"name": "Bobland"})
+        merge_pair(two, "User plays chess")
+        _add(server, "alice-key", two, text("alice marks the end"))
+        _add(server, "bob-key", two, text("bob marks the end"))
+
+        seen = alice.until(text("alice marks the end"))
+        assert [(e["event"], e.get("name") or e["memory"]) for e in seen] == [
+            ("memory_created", text("lunch at Acme")), ("entity_created", "Acme"),
+            ("entity_created", "Berlin"), ("memory_created", "User plays chess"),
+            ("memory_created", "user plays chess!"), ("memory_deleted", None),
+            ("consolidation_complete", None), ("memory_created", text("alice marks the end"))]
+        berlin, complete = seen[2], seen[6]
+        assert (berlin["type"], berlin["user_id"], berlin["agent_id"]) == ("city", "alice", None)
+        assert seen[1]["type"] == "unknown"  # named by an add: of no known type
+        kept, merged = seen[3]["id"], seen[4]["id"]
+        assert (complete["user_id"], complete["clusters"], complete["merged"]) == (
+            "alice", 1, {kept: [merged]})
+        assert seen[5]["id"] == merged and complete["examined"] == 3
+        assert all(e["event_id"] for e in seen) and len({e["event_id"] for e in seen}) == 8
+        assert [(e["event"], e.get("name") or e["memory"])
+                for e in bob.until(text("bob marks the end"))] == [
+            ("entity_created", "Bobland"), ("memory_created", text("bob marks the end"))]
+        bob.close()
+
+        alice.close()  # entities and merges made while away come back on reconnecting
+        _post(server, "alice-key", one, "/v1/entities/Acme/relations/",
+              {"relation": "in", "target": "Paris"})
+        merge_pair(one, "User likes tea")
+        _add(server, "alice-key", one, text("alice is back"))
+        back = EventStream(server.client("alice-key", two)[0],
+                           last_event_id=complete["event_id"])
+        resumed = back.until(text("alice is back"))
+        assert [(e["event"], e.get("name") or e["memory"]) for e in resumed] == [
+            ("memory_created", text("alice marks the end")), ("entity_created", "Paris"),
+            ("memory_created", "User likes tea"), ("memory_created", "user likes tea!"),
+            ("memory_deleted", None), ("consolidation_complete", None),
+            ("memory_created", text("alice is back"))]
+        again = EventStream(server.client("alice-key", one)[0],
+                            last_event_id=resumed[1]["event_id"])  # after the entity
+        assert [e["event"] for e in again.until(text("alice is back"))] == [
+            "memory_created", "memory_created", "memory_deleted", "consolidation_complete",
+            "memory_created"]
+        again.close()
+        back.close()
+
+
+def test_entities_and_consolidations_across_workers_on_sqlite(tmp_path: Path) -> None:
+    _entities_and_consolidations_across_workers({
+        "vector_store": {"provider": "sqlite", "config": {"path": str(tmp_path / "m.db")}},
+        "graph_store": {"provider": "sqlite"}, "embedder": {"provider": "hash"}})
+
+
+def test_entities_and_consolidations_across_workers_on_postgres(pg_dsn: str) -> None:
+    name = unique_name("feedg")
+    _entities_and_consolidations_across_workers({
+        "vector_store": {"provider": "pgvector",
+                         "config": {"dsn": pg_dsn, "collection_name": name}},
+        "history": {"provider": "postgres", "config": {"dsn": pg_dsn, "table": f"{name}_h"}},
+        "graph_store": {"provider": "postgres",
+                        "config": {"dsn": pg_dsn, "graph_name": f"{name}_g"}},
         "embedder": {"provider": "hash"}})

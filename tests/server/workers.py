@@ -7,8 +7,10 @@ connection (keep-alive) for what it does next.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -99,7 +101,8 @@ def serving_workers(config: dict[str, Any], workers: int = 2,
 
 
 class EventStream:
-    """``GET /v1/events`` read in a thread: each event as ``{"type", "id", **data}``."""
+    """``GET /v1/events`` read in a thread: each event's data with its ``event`` (the SSE
+    event name) and ``event_id`` (the SSE ``id``)."""
 
     def __init__(self, client: httpx.Client, last_event_id: str | None = None,
                  params: dict[str, str] | None = None) -> None:
@@ -128,7 +131,7 @@ class EventStream:
                         event_id = line[len("id: "):]
                     elif line.startswith("data: "):
                         data = json.loads(line[len("data: "):])
-                        self.events.append({**data, "type": kind, "event_id": event_id})
+                        self.events.append({**data, "event": kind, "event_id": event_id})
                         kind, event_id = "", None
                     self._changed.notify_all()
         except httpx.HTTPError:
@@ -146,6 +149,13 @@ class EventStream:
             return list(self.events)
 
     def close(self) -> None:
+        # wake the reading thread first: closing the response waits for it otherwise, i.e.
+        # for the server's next keep-alive comment
+        stream = self.response.extensions.get("network_stream")
+        sock = None if stream is None else stream.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         self._stream.__exit__(None, None, None)
         self._client.close()
         self._thread.join(PATIENCE)

@@ -8,7 +8,9 @@ importance, accesses, age): the keeper gets the union of the members' metadata
 (lists united, its own values first), the highest importance and the summed
 access counts. The others end (a DELETE event each) and are spliced into the
 keeper's version chain, so ``versions`` of any of them lists the keeper and every
-merged memory with their own past versions; nothing is removed.
+merged memory with their own past versions; nothing is removed. Each scope that had
+clusters gets one ``CONSOLIDATE`` history row, in the transaction of its last merge
+(:func:`consolidated`): the change feed's ``consolidation_complete``.
 
 With a graph store, the relations that came from a merged memory come from its
 keeper afterwards (in the same transaction where the graph shares the store's
@@ -18,6 +20,7 @@ reaches the merged facts through the memory that holds them.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Sequence
@@ -56,19 +59,38 @@ def consolidate_flow(selection: Filter | None, threshold: float, dry_run: bool, 
         key = scope_key(record)
         scopes.setdefault("" if key is None else key.model_dump_json(), []).append(record)
     result = ConsolidationResult(dry_run=dry_run, examined=len(records))
+    run = str(uuid.uuid4())
     for members in scopes.values():
         if len(members) < 2:
             continue
         vectors = yield from ask(Embed(tuple(r.memory for r in members)))
-        for group in clusters([r.memory for r in members], vectors, float(threshold)):
-            cluster = [members[i] for i in group]
-            keeper, merged = merge(cluster, lifecycle, now)
-            result.clusters.append(ConsolidationCluster(
-                keeper=keeper.to_item(confidence=lifecycle.confidence(keeper, now)),
-                merged=[r.to_item(confidence=lifecycle.confidence(r, now)) for r in merged]))
-            if not dry_run:
-                yield from _write(keeper, merged, now, graph)
+        merges = [merge([members[i] for i in group], lifecycle, now)
+                  for group in clusters([r.memory for r in members], vectors, float(threshold))]
+        result.clusters += [ConsolidationCluster(
+            keeper=keeper.to_item(confidence=lifecycle.confidence(keeper, now)),
+            merged=[r.to_item(confidence=lifecycle.confidence(r, now)) for r in merged])
+            for keeper, merged in merges]
+        if dry_run or not merges:
+            continue
+        summary = consolidated(run, result.examined, merges, now)
+        for index, (keeper, merged) in enumerate(merges):
+            yield from _write(keeper, merged, now, graph,
+                              summary if index == len(merges) - 1 else None)
     return result
+
+
+def consolidated(run: str, examined: int, merges: Sequence[tuple[Record, list[Record]]],
+                 now: str) -> HistoryRecord:
+    """The ``CONSOLIDATE`` row of one scope's merges in the run ``run`` (its ``memory_id``):
+    how many memories the run examined, the scope's clusters, each keeper's id with the
+    ids merged into it."""
+    keeper = merges[0][0]
+    return HistoryRecord(
+        id=str(uuid.uuid4()), memory_id=run, event="CONSOLIDATE", new_value=json.dumps({
+            "examined": examined, "clusters": len(merges),
+            "merged": {k.id: [m.id for m in merged] for k, merged in merges}}),
+        timestamp=to_datetime(now), user_id=keeper.user_id, agent_id=keeper.agent_id,
+        run_id=keeper.run_id)
 
 
 def clusters(texts: Sequence[str], vectors: Any, threshold: float) -> list[list[int]]:
@@ -121,10 +143,10 @@ def merge(cluster: list[Record], lifecycle: Lifecycle, now: str) -> tuple[Record
     return united, others
 
 
-def _write(keeper: Record, merged: list[Record], now: str,
-           graph: GraphSettings | None) -> Flow[None]:
+def _write(keeper: Record, merged: list[Record], now: str, graph: GraphSettings | None,
+           summary: HistoryRecord | None) -> Flow[None]:
     """End the merged memories and splice their version chains in behind the keeper's;
-    re-point the graph's relations from them to the keeper."""
+    re-point the graph's relations from them to the keeper; record ``summary`` too."""
     changes: dict[str, Record] = {keeper.id: keeper}
     link_to = keeper  # whose ``supersedes`` points at the next merged chain
     for other in merged:
@@ -143,6 +165,8 @@ def _write(keeper: Record, merged: list[Record], now: str,
         id=str(uuid.uuid4()), memory_id=r.id, event="DELETE", old_value=r.memory,
         new_value=None, timestamp=to_datetime(now), is_deleted=True, user_id=r.user_id,
         agent_id=r.agent_id, run_id=r.run_id) for r in merged]
+    if summary is not None:
+        history.append(summary)
     batch = WriteBatch(updates=list(changes.values()), history=history,
                        dedup_scope=scope_key(keeper))
     works = validity_work(transaction(batch).key, now, moves=[(r, keeper.id) for r in merged]

@@ -15,13 +15,16 @@ type with a relation this add states (the new target replaces the old); a
 DELETE closes the relations that only deleted memories supported. Similarity
 alone never closes anything. The entities an add names (``entities=``) are
 resolved with the extracted names and linked to the memories it wrote.
-Relations opened and closed, and entities and
+Relations opened and closed, entities created, and entities and
 relations deleted, are history events (``RELATION_ADD``, ``RELATION_CLOSE``,
-``RELATION_DELETE``, ``ENTITY_DELETE``) under the relation's or entity's id.
+``ENTITY_ADD``, ``RELATION_DELETE``, ``ENTITY_DELETE``) under the relation's or entity's
+id, written in the transaction of the graph write (so the change feed carries
+``ENTITY_ADD`` in commit order, from every process).
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -216,11 +219,14 @@ def write_work(work: GraphWork, vectors: dict[str, list[float]],
     new_names = [n for n in names if n not in canonical]
     if vectors and new_names:
         yield SetNameVectors(scope, new_names, [vectors[n] for n in new_names])
-    found = (yield from ask_write(FindEntities(scope, names=new_names, limit=len(new_names)))
-             ) if new_names else []
+    # a replay's names may resolve to the entities an earlier try of it created
+    maybe_new = list(dict.fromkeys(canonical.get(n, n) for n in names)) if replay else new_names
+    found = (yield from ask_write(FindEntities(scope, names=maybe_new, limit=len(maybe_new)))
+             ) if maybe_new else []
     created = list({e.id: e for e in found if e.created_at == now}.values())
-    rows = [graph_event(r, "RELATION_ADD", now) for r in added if r.valid_from == now
-            and r.weight == 1.0]
+    rows = [entity_added(e) for e in created]
+    rows += [graph_event(r, "RELATION_ADD", now) for r in added if r.valid_from == now
+             and r.weight == 1.0]
     rows += [graph_event(r, "RELATION_CLOSE", now) for r in closed]
     if rows:
         yield AppendHistory(tuple(rows))
@@ -234,6 +240,15 @@ def _closing(old: Relation, now: str, closing: dict[str, Relation],
         closing[old.id] = old
     elif old.valid_to == now:
         closed.append(old)
+
+
+def entity_added(entity: Entity) -> HistoryRecord:
+    """The ``ENTITY_ADD`` row of an entity a graph write created: its name and type (JSON)."""
+    return HistoryRecord(
+        id=str(uuid.uuid4()), memory_id=entity.id, event="ENTITY_ADD",
+        new_value=json.dumps({"name": entity.name, "type": entity.type}),
+        timestamp=to_datetime(entity.created_at), user_id=entity.user_id,
+        agent_id=entity.agent_id, run_id=entity.run_id)
 
 
 def graph_event(item: Relation | Entity, event: GraphEventName, now: str) -> HistoryRecord:
@@ -343,6 +358,8 @@ def add_entity_flow(key: str, scope: GraphScope, name: str, type: str | None,
 def _add_entity(scope: GraphScope, name: str, type: str | None, summary: str | None,
                 now: str) -> WriteFlow[GraphEntity]:
     [entity] = yield from ask_write(UpsertEntities(scope, [NewEntity(name, type or 'unknown', summary)], now))
+    if entity.created_at == now:
+        yield AppendHistory((entity_added(entity),))
     return entity_model(entity)
 
 
@@ -365,8 +382,10 @@ def _add_relation(scope: GraphScope, source: str, kind: str, target: str,
     if typed:
         yield UpsertEntities(scope, typed, now)
     [added] = yield from ask_write(UpsertRelations(scope, [NewRelation(source, kind, target)], now))
-    if added.weight == 1.0 and added.valid_from == now:
-        yield AppendHistory((graph_event(added, "RELATION_ADD", now),))
+    if added.weight == 1.0 and added.valid_from == now:  # new: its ends may be new too
+        ends = yield from ask_write(FindEntities(scope, names=[source, target], limit=2))
+        yield AppendHistory((*(entity_added(e) for e in ends if e.created_at == now),
+                             graph_event(added, "RELATION_ADD", now)))
     return relation_model(added)
 
 
