@@ -253,6 +253,10 @@ def test_a_change_from_another_client_appears_without_a_reload(page: Any, site: 
     page.evaluate("window.__sameDocument = true")
     remember(site.api, "Alice adopted a cat named Miso", user_id="alice")
     expect(page.locator("ol.feed").first).to_contain_text("Alice adopted a cat named Miso")
+    assert site.api.post("/v1/entities/", json={"name": "Miso", "type": "cat",
+                                                 "user_id": "alice"}).status_code == 200
+    expect(page.locator("ol.feed a", has_text=re.compile(r"^Miso$"))).to_have_attribute(
+        "href", "#/graph?entity=Miso")  # an entity, not a memory
     assert page.evaluate("window.__sameDocument") is True
 
 

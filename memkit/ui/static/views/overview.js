@@ -39,6 +39,8 @@ export async function renderOverview(ctx, root) {
       ctx.recent.length ? h('ol', {class: 'feed'}, ctx.recent.slice(0, 15).map(event =>
         h('li', {}, h('span', {class: `badge ${event.type}`}, event.type.replace('memory_', '')), ' ',
           event.type === 'consolidation_complete' ? 'consolidation' :
+          event.type === 'entity_created' ?
+            h('a', {href: `#/graph?entity=${encodeURIComponent(event.data.name)}`}, event.data.name) :
             h('a', {href: memoryHref(event.data.id)}, event.data.memory || event.data.id),
           ' ', h('span', {class: 'muted'}, fmtDate(event.data.timestamp)))))
         : h('p', {class: 'muted'}, 'Changes made while this page is open appear here.'),
