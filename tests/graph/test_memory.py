@@ -363,6 +363,14 @@ def test_graph_events_are_in_the_history(make: Any) -> None:
     assert [(h.event, h.user_id) for h in m.history(entity.id)] == [
         ("ENTITY_ADD", "alice"), ("ENTITY_DELETE", "alice")]
     assert json.loads(m.history(entity.id)[0].new_value) == {"name": "Meta", "type": entity.type}
+    berlin = m.add_entity("Berlin", type="city", user_id="alice")
+    m.add_entity("berlin", summary="a city", user_id="alice")  # an update: no row
+    m.add_relation("Alice", "lives in", "Berlin", user_id="alice")  # Alice is new
+    alice = m.get_entity("Alice", user_id="alice")
+    assert [json.loads(h.new_value) for h in m.history(berlin.id)] == [
+        {"name": "Berlin", "type": "city"}]
+    assert [(h.event, json.loads(h.new_value)) for h in m.history(alice.id)] == [
+        ("ENTITY_ADD", {"name": "Alice", "type": "unknown"})]
     assert [h.event for h in m.history(meta.id)] == ["RELATION_ADD", "RELATION_DELETE"]
 
 
