@@ -191,9 +191,14 @@ class _Runtime:
         by length to cut padding: each model run takes at most ``batch_size`` texts and
         :data:`TOKENS_PER_RUN` padded tokens (or one text)."""
         try:
-            encodings = self.tokenizer.encode_batch(list(texts))
+            if len(texts) == 1:  # a query: encode_batch's thread pool costs more than the text
+                encodings = [self.tokenizer.encode(texts[0])]
+            else:
+                encodings = self.tokenizer.encode_batch(list(texts))
         except Exception as exc:
             raise EmbeddingError(f"tokenising failed: {exc}") from exc
+        if len(encodings) == 1:
+            return self._run(encodings, len(encodings[0].ids))
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
         order = np.argsort(lengths, kind="stable")
         pooled = np.empty((len(texts), DIMENSION), dtype=np.float32)
@@ -222,14 +227,19 @@ class _Runtime:
         return pooled
 
     def _run(self, encodings: list[Any], width: int) -> npt.NDArray[np.float32]:
-        ids = np.full((len(encodings), width), self.pad_id, dtype=np.int64)
-        mask = np.zeros((len(encodings), width), dtype=np.int64)
-        types = np.zeros((len(encodings), width), dtype=np.int64)
-        for row, encoding in enumerate(encodings):
-            n = len(encoding.ids)
-            ids[row, :n] = encoding.ids
-            mask[row, :n] = 1
-            types[row, :n] = encoding.type_ids
+        if len(encodings) == 1:  # nothing to pad
+            ids = np.array([encodings[0].ids], dtype=np.int64)
+            mask = np.ones((1, width), dtype=np.int64)
+            types = np.array([encodings[0].type_ids], dtype=np.int64)
+        else:
+            ids = np.full((len(encodings), width), self.pad_id, dtype=np.int64)
+            mask = np.zeros((len(encodings), width), dtype=np.int64)
+            types = np.zeros((len(encodings), width), dtype=np.int64)
+            for row, encoding in enumerate(encodings):
+                n = len(encoding.ids)
+                ids[row, :n] = encoding.ids
+                mask[row, :n] = 1
+                types[row, :n] = encoding.type_ids
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         try:
             hidden = self.session.run(None, {name: feeds[name] for name in self.input_names})[0]

@@ -48,7 +48,8 @@ _FEW_ROWS = 2_048
 # The change log is trimmed to its newest _LOG_KEEP entries once it exceeds _LOG_MAX.
 _LOG_MAX = 100_000
 _LOG_KEEP = 50_000
-#: rows kept for the records searches return; past this many they are dropped
+#: rows kept for the records searches return (all of a collection this small are read
+#: with its vectors); past this many they are dropped
 _ROWS_KEPT = 50_000
 #: beside FIELDS in the matrix: the row's length in terms, for bm25
 LENGTH = len(FIELDS)
@@ -236,14 +237,14 @@ class FileMatrix:
         live = index.size - index.dead
         sims = index.scores(query)
         count = min(live, max(_SCORE_FIRST_MIN, _SCORE_FIRST_FACTOR * limit))
-        checked = np.empty(0, np.intp)  # positions whose filter result is known
-        kept = np.empty(0, np.intp)  # those of them that pass
+        checked = np.zeros(len(sims), np.bool_)  # by position: the filter's result is known
+        kept = np.zeros(len(sims), np.bool_)  # and it passes
         while True:
             best = top_positions(sims, count)
-            new = best[~np.isin(best, checked)]  # a wider round checks only its new rows
-            kept = np.concatenate([kept, new[self._passing(conn, index, new, where)]])
-            checked = np.concatenate([checked, new])
-            passed = np.isin(best, kept)
+            new = best[~checked[best]]  # a wider round checks only its new rows
+            kept[new[self._passing(conn, index, new, where)]] = True
+            checked[new] = True
+            passed = kept[best]
             found = int(np.count_nonzero(passed))
             if found >= limit or count >= live:
                 best = best[passed][:limit]
@@ -322,6 +323,10 @@ class FileMatrix:
                        self._fill(rows))
             self._rows.clear()
             self.keywords.clear()
+            if len(rows) <= _ROWS_KEPT:  # a search's candidates then read nothing more
+                self._rows.update(
+                    (row[0], row[1:])
+                    for row in conn.execute(f"SELECT seq, {SELECT} FROM {self.records}"))
         else:
             rows = conn.execute(
                 f"SELECT c.rec, v.vector, {_FIELDS} FROM (SELECT DISTINCT rec FROM"

@@ -504,6 +504,13 @@ def cosine_to_score(cos: float) -> float:
     return min(1.0, max(0.0, (1.0 + cos) / 2.0))
 
 
+def cosine_to_scores(cos: npt.NDArray[Any]) -> list[float]:
+    """:func:`cosine_to_score` of each of ``cos``, in one pass (float64, as on Python floats)."""
+    scores: list[float] = np.minimum(
+        1.0, np.maximum(0.0, (1.0 + np.asarray(cos, np.float64)) / 2.0)).tolist()
+    return scores
+
+
 __all__ = [
     "EVERY_KEY",
     "LIFECYCLE_FIELDS",
@@ -519,6 +526,7 @@ __all__ = [
     "Writer",
     "check_projection",
     "cosine_to_score",
+    "cosine_to_scores",
     "cursor_key",
     "cursor_of",
     "hash_filter",

@@ -52,8 +52,8 @@ from memkit.stores.base import (
     Writer,
     check_collection,
     check_projection,
+    cosine_to_scores,
 )
-from memkit.stores.base import cosine_to_score as _score
 
 if TYPE_CHECKING:
     from memkit.graph.sqlite import SQLiteGraph
@@ -321,11 +321,9 @@ class SQLiteStore(VectorStore):
                     conn, version, query, limit, None if filter is None else where, params, check
                 )
                 records = self._matrix.records_of(conn, seqs.tolist())
-        return [
-            Hit(records[s], _score(float(sim)))
-            for s, sim in zip(seqs.tolist(), sims.tolist(), strict=True)
-            if s in records
-        ]
+        return [Hit(records[s], score)
+                for s, score in zip(seqs.tolist(), cosine_to_scores(sims), strict=True)
+                if s in records]
 
     def keyword_search(self, text: str, limit: int, filter: Filter | None = None) -> list[Hit]:
         """FTS5's ``bm25()`` ranking, computed in RAM when every word is one term and the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 from memkit._pipeline.add.context import PREVIOUS_TURN
 from memkit.stores.base import Hit, Record
@@ -43,12 +44,12 @@ def fuse(
     records = {h.record.id: h.record for h in (*keyword_hits, *vector_hits)}
     if context_share > 0 and keyword:
         keyword = _with_context(keyword, records, context_share)
-    fused = []
+    scored = []
     for id, record in records.items():
         sv = vector.get(id, floor)
-        fused.append(Hit(record, min(1.0, sv + boost * keyword.get(id, 0.0) * (1.0 - sv))))
-    fused.sort(key=lambda h: (-h.score, h.record.id))
-    return fused[:limit]
+        scored.append((-min(1.0, sv + boost * keyword.get(id, 0.0) * (1.0 - sv)), id, record))
+    scored.sort(key=itemgetter(0, 1))  # best first, ties by id
+    return [Hit(record, -negated) for negated, _, record in scored[:limit]]
 
 
 def _with_context(keyword: dict[str, float], records: Mapping[str, Record],
