@@ -17,7 +17,7 @@ import numpy.typing as npt
 import pytest
 
 from memkit._errors import ConfigError, EmbeddingError
-from memkit.embeddings import local
+from memkit.embeddings import _int8, local
 from memkit.embeddings._int8 import _model_class, dynamic_int8
 from memkit.embeddings.base import normalise
 from memkit.embeddings.local import (
@@ -130,6 +130,27 @@ def test_the_packaged_weights_are_multiplied_as_int8(embedder: LocalEmbedder) ->
     assert rewritten == 36  # 6 layers: query, key, value, attention output, 2 feed-forward
     assert local._load(PACKAGED, embedder.threads).alone  # the embedder runs the rewrite
     assert similarities.min() >= 0.98 and similarities.mean() >= 0.99, similarities
+
+
+def test_the_merged_query_key_value_products_change_no_vector(
+    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each layer's query, key and value products run as one node: every vector is the
+    one the three separate nodes give, to the bit, alone and in a batch."""
+    assert PACKAGED is not None
+    merged = _model_class()()
+    merged.ParseFromString(dynamic_int8(PACKAGED.model.read_bytes())[0])
+    monkeypatch.setattr(_int8, "_merge_projections", lambda graph: None)
+    separate = local._build(PACKAGED, 1)
+    texts = [text for text in SENTENCES if text]
+
+    assert sum(n.op_type == "Split" for n in merged.graph.node) == 6  # one per layer
+    assert sum(n.op_type == "DynamicQuantizeMatMul" for n in merged.graph.node) == 24
+    for batch in ([[text] for text in texts], [texts]):
+        for part in batch:
+            np.testing.assert_array_equal(
+                embedder.embed(part),
+                normalise(separate.encode(part, 32), len(part), DIMENSION))
 
 
 def test_a_model_without_int8_weights_comes_back_as_it_was() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import random
 from dataclasses import replace
@@ -15,7 +16,8 @@ from memkit._models import HistoryRecord
 from memkit._pipeline.runtime import apply_batch
 from memkit.history.sqlite import SQLiteHistory
 from memkit.stores import _sqlite_keywords
-from memkit.stores.base import WriteBatch
+from memkit.stores._sqlite_sql import record_of, record_row
+from memkit.stores.base import Record, WriteBatch
 from memkit.stores.memory import InMemoryStore
 from memkit.stores.sqlite import SQLiteStore, fts_query, translate
 from tests.stores.test_contract import DIM, MODEL, NOW, f, ids, rec, vec
@@ -218,6 +220,14 @@ def test_translate_passes_names_and_values_as_parameters() -> None:
     assert params == ['$."x\'); DROP TABLE t; --"'] * 2 + ["'; DELETE FROM t"]
     assert translate(None) == ("1", [])
     assert translate(parse_filter({"user_id": "u"})) == ("user_id IS ?", ["u"])
+
+
+def test_a_row_reads_back_as_the_record_written() -> None:
+    """``record_of`` builds records positionally: every field lands where it was written."""
+    fields_ = [f.name for f in dataclasses.fields(Record) if f.name != "vector"]
+    record = Record(**{name: f"value of {name}" for name in fields_} | {
+        "metadata": {"k": 1}, "importance": 0.25, "confidence": 0.5, "access_count": 3})
+    assert record_of(record_row(record)) == record
 
 
 def test_fts_query_quotes_every_word() -> None:

@@ -285,18 +285,9 @@ def record_row(record: Record) -> tuple[Any, ...]:
 
 
 def record_of(row: Sequence[Any]) -> Record:
-    """A row of ``SELECT`` as a Record (a search builds a few hundred, so this is lean)."""
-    (id, memory, hash, created_at, updated_at, user_id, agent_id, run_id, metadata,
-     valid_from, valid_to, expires_at, supersedes, memory_type, importance, confidence,
-     access_count, last_accessed_at) = row
-    return Record(
-        id=id, memory=memory, hash=hash, created_at=created_at, updated_at=updated_at,
-        user_id=user_id, agent_id=agent_id, run_id=run_id,
-        metadata=metadata_of(metadata),
-        valid_from=valid_from, valid_to=valid_to, expires_at=expires_at, supersedes=supersedes,
-        memory_type=memory_type, importance=importance, confidence=confidence,
-        access_count=access_count, last_accessed_at=last_accessed_at,
-    )
+    """A row of ``SELECT`` as a Record (a search builds a few hundred, so this is lean:
+    positional: :data:`RECORD_COLUMNS` are :class:`Record`'s fields in order, but the vector)."""
+    return Record(*row[:8], metadata_of(row[8]), None, *row[9:])  # type: ignore[call-arg]
 
 
 #: metadata texts of scalar values only, parsed (searches decode the same records again and again)
