@@ -24,7 +24,7 @@ import numpy as np
 from memkit._errors import ConfigError, VectorStoreError
 from memkit._filters import Filter
 from memkit.history.sqlite import SQLiteConnection, SQLiteHistory, check_identifier
-from memkit.stores._columns import columnar
+from memkit.stores._columns import Check, columnar
 from memkit.stores._generations import next_generation
 from memkit.stores._matrix import unit
 from memkit.stores._sqlite_schema import META, create_meta, create_tables, drop_tables
@@ -93,6 +93,7 @@ class SQLiteStore(VectorStore):
         self._db = SQLiteConnection(path)
         self._db.create_function(LOWER_FUNCTION, 1, lower)
         self._history: SQLiteHistory | None = None
+        self._last_filter: tuple[Filter | None, tuple[str, list[Any], Check | None]] | None = None
         self._setup()
 
     def _setup(self) -> None:
@@ -175,6 +176,7 @@ class SQLiteStore(VectorStore):
         store = SQLiteStore.__new__(SQLiteStore)
         VectorStore.__init__(store)
         store.collection_name, store._db, store._history = collection_name, self._db, None
+        store._last_filter = None
         store._ann_threshold = self._ann_threshold
         store._setup()
         return store
@@ -308,12 +310,24 @@ class SQLiteStore(VectorStore):
             ).fetchone()
         return None if row is None else record_of(row)
 
+    def _forms(self, filter: Filter | None) -> tuple[str, list[Any], Check | None]:
+        """The filter as SQL (with its parameters) and as a check of the fields the matrix
+        holds; the last filter's are kept (a hybrid search passes its filter twice)."""
+        last = self._last_filter
+        if last is not None and last[0] is filter:
+            return last[1]
+        where, params = translate(filter)
+        forms = (where, params, columnar(filter))
+        self._last_filter = (filter, forms)
+        return forms
+
     def search(self, vector: Vector, limit: int, filter: Filter | None = None) -> list[Hit]:
         query = unit(self._check(vector)[None, :])[0]
-        where, params = translate(filter)
+        where, params, check = self._forms(filter)
         if limit <= 0:
             return []
-        check = None if filter is None else columnar(filter)
+        if filter is None:
+            check = None
         with self._db.lock:
             version = self._db.data_version()
             with self._read(shared=True) as conn:
@@ -331,10 +345,9 @@ class SQLiteStore(VectorStore):
         behind the shared connection: while another thread holds that (a write), FTS5
         answers on this thread's own connection, so the read does not wait."""
         words = fts_words(text)
-        where, params = translate(filter)
+        where, params, check = self._forms(filter)
         if not words or limit <= 0:
             return []
-        check = columnar(filter)
         if check is not None and self._db.lock.acquire(blocking=False):
             try:
                 version = self._db.data_version()

@@ -120,10 +120,15 @@ def _epoch(timestamp: str) -> float:
     return to_datetime(timestamp).timestamp()
 
 
-def rank(hits: Sequence[Hit], lifecycle: Lifecycle, now: str,
-         min_confidence: float | None) -> list[tuple[Hit, float]]:
+def rank(hits: Sequence[Hit], lifecycle: Lifecycle, now: str, min_confidence: float | None,
+         threshold: float | None = None, limit: int | None = None) -> list[tuple[Hit, float]]:
     """Hits with their confidence at ``now``, best first: with decay on, scored by
-    relevance x confidence; below ``min_confidence`` dropped."""
+    relevance x confidence; below ``min_confidence`` dropped; then those scoring at least
+    ``threshold``, the first ``limit`` of them."""
+    if not lifecycle.decay and min_confidence is None:  # confidence moves no hit
+        ordered = sorted(hits, key=lambda hit: (-hit.score, hit.record.id))
+        kept = [hit for hit in ordered if threshold is None or hit.score >= threshold][:limit]
+        return [(hit, lifecycle.confidence(hit.record, now)) for hit in kept]
     out: list[tuple[Hit, float]] = []
     for hit in hits:
         confidence = lifecycle.confidence(hit.record, now)
@@ -132,7 +137,7 @@ def rank(hits: Sequence[Hit], lifecycle: Lifecycle, now: str,
         score = hit.score * confidence if lifecycle.decay else hit.score
         out.append((Hit(hit.record, score), confidence))
     out.sort(key=lambda pair: (-pair[0].score, pair[0].record.id))  # ties: one order
-    return out
+    return [(h, c) for h, c in out if threshold is None or h.score >= threshold][:limit]
 
 
 def scope_key(record: Record) -> Filter | None:

@@ -84,8 +84,7 @@ def search_flow(
         hits = favour_dated(hits, query, settings.temporal_weight)
         if period is not None:
             hits = favour_period(hits, period, settings.temporal_weight)
-    ranked = rank(hits, life, when, min_confidence)
-    ranked = [(h, c) for h, c in ranked if threshold is None or h.score >= threshold][:limit]
+    ranked = rank(hits, life, when, min_confidence, threshold, limit)
     yield from note_flow([h.record for h, _ in ranked], when, life)
     return SearchResult(results=[
         h.record.to_item(round(h.score, 6), round(c, 6)) for h, c in ranked])
