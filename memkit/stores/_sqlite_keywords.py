@@ -2,10 +2,10 @@
 
 FTS5 computes bm25 for every row any query word matches (about 1,650 rows for a
 typical LoCoMo question at 10k memories), reading each row's length from the file.
-Here the lengths sit in the matrix beside the vectors, each word's postings (which
-rows hold its term, how often) are read once from the index through an
-``fts5vocab`` table and kept until the collection changes, and the scores are
-FTS5's formula (``fts5Bm25Function`` in SQLite's ``fts5_aux.c``) in float64, in
+Here the lengths sit in the matrix beside the vectors, the postings (which rows
+hold each term, how often) are read from the index through an ``fts5vocab`` table
+(all of them at once, then kept in step with the change log: :class:`Index`), and
+the scores are FTS5's formula (``fts5Bm25Function`` in SQLite's ``fts5_aux.c``) in float64, in
 its order of operations, so each rank is the very number FTS5 returns:
 
     idf(i) = log((rows - hits(i) + 0.5) / (hits(i) + 0.5)), at least 1e-6

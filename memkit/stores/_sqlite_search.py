@@ -6,7 +6,8 @@ written by triggers on the vectors and records tables) says which rows changed, 
 writes by other processes are seen without reloading everything. Beside each vector
 the matrix holds the row's scope and validity fields (:mod:`memkit.stores._columns`),
 so the filter of a search is checked on its best rows in RAM, and it keeps the rows
-searches returned, so their records are not read again.
+of the records searches return (all of them, in a collection of up to ``_ROWS_KEPT``),
+so their records are not read again.
 
 Unscoped searches over ``ann_threshold`` live rows or more, and filtered ones over
 more than ``_SCORE_FIRST_ROWS`` rows whose filter keeps many rows, ask an HNSW
