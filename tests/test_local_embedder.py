@@ -132,20 +132,23 @@ def test_the_packaged_weights_are_multiplied_as_int8(embedder: LocalEmbedder) ->
     assert similarities.min() >= 0.98 and similarities.mean() >= 0.99, similarities
 
 
-def test_the_merged_query_key_value_products_change_no_vector(
+def test_biases_folded_and_query_key_value_merged_change_no_vector(
     embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Each layer's query, key and value products run as one node: every vector is the
-    one the three separate nodes give, to the bit, alone and in a batch."""
+    """Each product takes its bias, and each layer's query, key and value products run as
+    one node: every vector is the one the separate nodes give, to the bit, alone and in a
+    batch."""
     assert PACKAGED is not None
     merged = _model_class()()
     merged.ParseFromString(dynamic_int8(PACKAGED.model.read_bytes())[0])
+    monkeypatch.setattr(_int8, "_fold_biases", lambda graph: None)
     monkeypatch.setattr(_int8, "_merge_projections", lambda graph: None)
     separate = local._build(PACKAGED, 1)
     texts = [text for text in SENTENCES if text]
+    products = [n for n in merged.graph.node if n.op_type == "DynamicQuantizeMatMul"]
 
     assert sum(n.op_type == "Split" for n in merged.graph.node) == 6  # one per layer
-    assert sum(n.op_type == "DynamicQuantizeMatMul" for n in merged.graph.node) == 24
+    assert len(products) == 24 and all(len(n.input) == 5 for n in products)  # with a bias
     for batch in ([[text] for text in texts], [texts]):
         for part in batch:
             np.testing.assert_array_equal(
