@@ -41,7 +41,9 @@ _ANN_FACTOR = 10
 #: filtered searches over a matrix this small score it whole, then check the filter
 _SCORE_FIRST_ROWS = 25_000
 _SCORE_FIRST_MIN = 256
-_SCORE_FIRST_FACTOR = 4
+#: the first round checks this many rows a result: when the searched scope holds a fifth of
+#: the rows near a question (one user among several), 4 took a second round over the matrix
+_SCORE_FIRST_FACTOR = 8
 #: the most HNSW candidates a filtered search checks before it reads the filter's rows
 _ANN_FILTER_MAX = 2_000
 #: past _SCORE_FIRST_ROWS, a filter keeping at most this many rows ranks them exactly
