@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -172,10 +173,37 @@ class Runtime:
                 effect = flow.throw(error) if error is not None else flow.send(result)
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
+            if self._blocking(effect):
+                await self._aopen()
+                step = await asyncio.to_thread(self._run_blocking, flow, effect)
+                if isinstance(step, _Finished):
+                    return step.value  # type: ignore[no-any-return]
+                effect = step
             try:
                 result, error = await self._ahandle(effect), None
             except MemkitError as exc:
                 result, error = None, exc
+
+    def _blocking(self, effect: Effect) -> bool:
+        """Whether ``effect`` is a call on a store with no async client (a worker thread's
+        work either way)."""
+        return not self.store.native_async and isinstance(effect, _STORE_CALLS)
+
+    def _run_blocking(self, flow: Flow[Any], effect: Effect) -> Effect | _Finished:
+        """In a worker thread: ``effect`` and the blocking ones after it, one thread
+        hand-off for them all (a hybrid search's two queries); returns the first effect
+        left for the event loop, or the flow's result."""
+        while True:
+            try:
+                result, error = self._handle(effect), None
+            except MemkitError as exc:
+                result, error = None, exc
+            try:
+                effect = flow.throw(error) if error is not None else flow.send(result)
+            except StopIteration as stop:
+                return _Finished(stop.value)
+            if not self._blocking(effect):
+                return effect
 
     async def _ahandle(self, effect: Effect) -> Any:
         if isinstance(effect, Transaction):
@@ -226,6 +254,15 @@ class Runtime:
     async def _aembed(self, texts: Sequence[str], embedder: Embedder, query: bool) -> Matrix:
         embed = embedder.aembed_query if query else embedder.aembed
         return _checked(texts, await embed(texts) if texts else None, embedder.dimension)
+
+
+_STORE_CALLS = (Search, KeywordSearch, Get, ListRecords, Project, Transaction)
+"""The effects that call the vector store only (a transaction: its whole write flow)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Finished:
+    value: Any
 
 
 def _checked(texts: Sequence[str], rows: object, dimension: int) -> Matrix:

@@ -220,8 +220,6 @@ class _Runtime:
                                               int(lengths[batch[-1]]))
             return run
 
-        # Threads of this call's own, not a shared pool: another caller's runs never
-        # queue behind these (a 10,000-text re-embedding does not stall a search).
         parts = min(self.threads if self.alone else 1, len(runs))
         _in_parallel([share(part, parts) for part in range(parts)])
         return pooled
@@ -297,28 +295,45 @@ def _build(files: ModelFiles, threads: int) -> _Runtime:
 
 
 def _in_parallel(jobs: Sequence[Callable[[], object]]) -> None:
-    """The first job on this thread, each other one on a thread of its own; the first
+    """The first job on this thread, each other one on a helper thread; the first
     exception is raised once all have ended."""
-    errors: list[BaseException] = []
-
-    def guarded(job: Callable[[], object]) -> None:
-        try:
-            job()
-        except BaseException as exc:  # re-raised in the caller
-            errors.append(exc)
-
-    helpers = [threading.Thread(target=guarded, args=(job,), name="memkit-embedding", daemon=True)
-               for job in jobs[1:]]
-    for helper in helpers:
-        helper.start()
+    pending = [_helpers().submit(job) for job in jobs[1:]]
     try:
         if jobs:
             jobs[0]()
     finally:
-        for helper in helpers:
-            helper.join()
+        errors = [error for error in (future.exception() for future in pending) if error]
     if errors:
         raise errors[0]
+
+
+_HELPERS: Any = None  # the ThreadPoolExecutor of _helpers(), made on the first call
+_HELPERS_LOCK = threading.Lock()
+
+
+def _helpers() -> Any:
+    """The threads that run a multi-text call's other shares: kept, since starting one per
+    call cost more than a short call's tokenising. An idle one takes the next job; with
+    none idle another starts (up to 64), so one caller's runs do not queue behind another's
+    (a 10,000-text re-embedding does not stall a search)."""
+    global _HELPERS
+    if _HELPERS is None:
+        with _HELPERS_LOCK:
+            if _HELPERS is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                _HELPERS = ThreadPoolExecutor(64, thread_name_prefix="memkit-embedding")
+    return _HELPERS
+
+
+def _forget_helpers() -> None:
+    """In a forked child: its parent's helper threads did not fork with it."""
+    global _HELPERS, _HELPERS_LOCK
+    _HELPERS, _HELPERS_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helpers)
 
 
 def _session(ort: Any, model: bytes, threads: int) -> tuple[Any, bool]:
