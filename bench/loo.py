@@ -96,7 +96,8 @@ def _default_label() -> str:
 
     d = SearchConfig()
     return Setting(d.vector_weight, d.keyword_weight, d.candidates, d.keyword_exponent,
-                   d.temporal_weight, d.common_word_share, d.context_share).label
+                   d.temporal_weight, d.common_word_share, d.context_share,
+                   d.context_turns).label
 
 
 def _fmt(value: Any) -> str:

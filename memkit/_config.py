@@ -91,9 +91,11 @@ class SearchConfig(_Section):
     common_word_share: float = Field(default=0.35, gt=0, le=1)
     """Hybrid search skips query words found in more than this share of its vector
     candidates (1 keeps every word; docs/pipeline.md)."""
-    context_share: float = Field(default=0.3, ge=0, le=1)
+    context_share: float = Field(default=0.2, ge=0, le=1)
     """Hybrid search lends a dialogue turn this share of the keyword scores of the turns
-    beside it (0: none; docs/pipeline.md)."""
+    near it (0: none; docs/pipeline.md)."""
+    context_turns: int = Field(default=2, ge=1, le=10)
+    """How many turns before and after a dialogue turn lend it their keyword scores."""
 
 
 class RerankerConfig(_Section):

@@ -34,19 +34,20 @@ class Setting:
     temporal_weight: float = _DEFAULT.temporal_weight
     common_word_share: float = _DEFAULT.common_word_share
     context_share: float = _DEFAULT.context_share
+    context_turns: int = _DEFAULT.context_turns
 
     @property
     def label(self) -> str:
         return (f"v{self.vector_weight:g}/k{self.keyword_weight:g}/c{self.candidates}"
                 f"/e{self.keyword_exponent:g}/t{self.temporal_weight:g}/s{self.common_word_share:g}"
-                f"/n{self.context_share:g}")
+                f"/n{self.context_share:g}/r{self.context_turns}")
 
     def config(self) -> dict[str, Any]:
         return {"vector_weight": self.vector_weight, "keyword_weight": self.keyword_weight,
                 "candidates": self.candidates, "keyword_exponent": self.keyword_exponent,
                 "temporal_weight": self.temporal_weight,
                 "common_word_share": self.common_word_share,
-                "context_share": self.context_share}
+                "context_share": self.context_share, "context_turns": self.context_turns}
 
 
 def _grid() -> tuple[Setting, ...]:
@@ -58,7 +59,8 @@ def _grid() -> tuple[Setting, ...]:
     settings += [Setting(*weights, keyword_exponent=e) for e in (1.0, 2.0, 3.0)]
     settings += [Setting(*weights, temporal_weight=t) for t in (0.0, 0.2, 0.4)]
     settings += [Setting(*weights, common_word_share=s) for s in (0.25, 0.5, 1.0)]
-    settings += [Setting(*weights, context_share=n) for n in (0.0, 0.2, 0.4)]
+    settings += [Setting(*weights, context_share=n) for n in (0.0, 0.1, 0.3)]
+    settings += [Setting(*weights, context_turns=r) for r in (1, 3)]
     return tuple(dict.fromkeys(settings))
 
 

@@ -53,15 +53,28 @@ def test_each_turn_names_the_turn_before_it(make_memory: MakeMemory) -> None:
     assert all("previous_turn" not in i.metadata for i in m.get_all(user_id="facts").results)
 
 
-def test_hybrid_search_lends_a_reply_its_questions_keywords(make_memory: MakeMemory) -> None:
-    lent, alone = make_memory(), make_memory(config={"search": {"context_share": 0.0}})
-    if not lent.memory.vector_store.supports_keyword:
+def _pottery_scores(make_memory: MakeMemory, *searches: dict[str, float]) -> list[dict[str, float]]:
+    """Each turn's hybrid score for "pottery workshop", once per ``search`` config."""
+    memories = [make_memory(config={"search": search}) for search in searches]
+    if not memories[0].memory.vector_store.supports_keyword:
         pytest.skip("this store has no keyword search")
     scores = []
-    for m in (lent, alone):
+    for m in memories:
         _pottery_dialogue(m, "d")
         results = m.search("pottery workshop", user_id="d").results
         scores.append({r.memory: r.score for r in results})
+    return scores
+
+
+def test_hybrid_search_lends_a_reply_its_questions_keywords(make_memory: MakeMemory) -> None:
+    scores = _pottery_scores(make_memory, {}, {"context_share": 0.0})
     assert scores[0][REPLY] > scores[1][REPLY]  # the turn before it holds the words
     # a turn with no linked neighbour among the keyword hits keeps its score
+    assert scores[0]["Oh no, was it an old one?"] == scores[1]["Oh no, was it an old one?"]
+
+
+def test_the_keyword_context_reaches_context_turns_either_side(make_memory: MakeMemory) -> None:
+    scores = _pottery_scores(make_memory, {}, {"context_turns": 1})
+    # two turns after the one with the words: lent to by default, not with one turn
+    assert scores[0]["My cat knocked over a vase."] > scores[1]["My cat knocked over a vase."]
     assert scores[0]["Oh no, was it an old one?"] == scores[1]["Oh no, was it an old one?"]

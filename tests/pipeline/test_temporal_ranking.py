@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memkit._pipeline.search.temporal import asks_when, mentions_time, named_period
+from memkit._pipeline.search.temporal import asks_when, mentions_time, named_month, named_period
 from tests.pipeline.conftest import MakeMemory
 
 UNDATED = "Caroline went to a support group"
@@ -61,6 +61,7 @@ def _dated(make_memory: MakeMemory, query: str, weight: float) -> list[str]:
     "What did Nate watch on 6 October, 2022?",
     "What did Nate watch on 2022-10-06?",
     "What did Nate watch in October 2022?",
+    "What did Nate watch in October?",  # a month without its year: October of any year
 ])
 def test_a_question_naming_a_day_or_month_ranks_that_periods_memories_first(
     make_memory: MakeMemory, query: str
@@ -70,7 +71,8 @@ def test_a_question_naming_a_day_or_month_ranks_that_periods_memories_first(
 
 
 def test_a_question_naming_another_period_changes_nothing(make_memory: MakeMemory) -> None:
-    for query in ("What did Nate watch in March 2021?", "What did Nate watch?"):
+    for query in ("What did Nate watch in March 2021?", "What did Nate watch in March?",
+                  "What did Nate watch?"):
         assert _dated(make_memory, query, 0.5) == _dated(make_memory, query, 0.0)
 
 
@@ -89,6 +91,19 @@ def test_a_question_naming_another_period_changes_nothing(make_memory: MakeMemor
 def test_named_period(query: str, period: tuple[str, str] | None) -> None:
     found = named_period(query)
     assert (None if found is None else tuple(d.date().isoformat() for d in found)) == period
+
+
+@pytest.mark.parametrize(("query", "month"), [
+    ("Which outdoor spot did Joanna visit in May?", 5),
+    ("Which country was Tim visiting in the second week of November?", 11),
+    ("What did he cook Last December?", 12),
+    ("This may help", None),  # a verb, not a month
+    ("in may", None),  # months are written with a capital
+    ("in May 2022", None),  # a month with its year is a named period
+    ("on October 6", None),
+])
+def test_named_month(query: str, month: int | None) -> None:
+    assert named_month(query) == month
 
 
 @pytest.mark.parametrize(("query", "temporal"), [

@@ -16,7 +16,13 @@ from memkit._pipeline.features.lifecycle import Lifecycle, confidence_of, note_f
 from memkit._pipeline.inputs import bounded_words, query_of
 from memkit._pipeline.search.fusion import fuse
 from memkit._pipeline.search.keywords import distinctive, keyword_terms
-from memkit._pipeline.search.temporal import favour_dated, favour_period, named_period
+from memkit._pipeline.search.temporal import (
+    favour_dated,
+    favour_month,
+    favour_period,
+    named_month,
+    named_period,
+)
 from memkit._time import to_iso, utcnow
 from memkit.stores.base import Hit, Vector
 
@@ -35,6 +41,7 @@ class SearchSettings:
     keyword_exponent: float
     common_word_share: float
     context_share: float
+    context_turns: int
 
 
 def search_flow(
@@ -77,13 +84,16 @@ def search_flow(
         hits = fuse(vector_hits, keyword_hits, vector_weight=settings.vector_weight,
                     keyword_weight=settings.keyword_weight, limit=pool,
                     keyword_exponent=settings.keyword_exponent,
-                    context_share=settings.context_share)
+                    context_share=settings.context_share,
+                    context_turns=settings.context_turns)
     else:
         hits = vector_hits or keyword_hits
     if mode != "keyword":  # keyword scores are the store's own, not in [0, 1]
         hits = favour_dated(hits, query, settings.temporal_weight)
         if period is not None:
             hits = favour_period(hits, period, settings.temporal_weight)
+        elif settings.temporal_weight > 0 and (month := named_month(query)) is not None:
+            hits = favour_month(hits, month, settings.temporal_weight)
     ranked = rank(hits, life, when, min_confidence, threshold, limit)
     yield from note_flow([h.record for h, _ in ranked], when, life)
     return SearchResult(results=[

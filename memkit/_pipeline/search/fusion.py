@@ -18,6 +18,7 @@ def fuse(
     limit: int,
     keyword_exponent: float = 1.0,
     context_share: float = 0.0,
+    context_turns: int = 1,
 ) -> list[Hit]:
     """Vector similarity, raised by keyword evidence: ``sv + b * sk * (1 - sv)``.
 
@@ -30,9 +31,11 @@ def fuse(
     (it ranked below all of them).
 
     With ``context_share``, a dialogue turn also takes that share of the keyword
-    scores of the turns beside it among the candidates (linked by
-    ``metadata["previous_turn"]``), capped at 1: "Yes, it was great!" gets some of
-    the keyword evidence of the question it answers, as its vector does.
+    scores of the turns up to ``context_turns`` before and after it, linked to it
+    through candidates (``metadata["previous_turn"]``), capped at 1: "Yes, it was
+    great!" gets some of the keyword evidence of the question it answers, as its
+    vector does, and the answer to "What's it about?" some of the turn that named
+    the film.
     """
     total = vector_weight + keyword_weight
     boost = keyword_weight / total if total > 0 else 0.0
@@ -43,7 +46,7 @@ def fuse(
                for h in keyword_hits}
     records = {h.record.id: h.record for h in (*keyword_hits, *vector_hits)}
     if context_share > 0 and keyword:
-        keyword = _with_context(keyword, records, context_share)
+        keyword = _with_context(keyword, records, context_share, context_turns)
     scored = []
     for id, record in records.items():
         sv = vector.get(id, floor)
@@ -53,17 +56,21 @@ def fuse(
 
 
 def _with_context(keyword: dict[str, float], records: Mapping[str, Record],
-                  share: float) -> dict[str, float]:
-    """Each candidate's keyword score plus ``share`` of its linked neighbours' among the
-    candidates, capped at 1."""
+                  share: float, turns: int) -> dict[str, float]:
+    """Each candidate's keyword score plus ``share`` of those of the turns up to ``turns``
+    before and after it, linked through candidates (each turn on the way is one), capped
+    at 1."""
     lifted = dict(keyword)
     for id, record in records.items():
-        previous = record.metadata.get(PREVIOUS_TURN)
-        if not isinstance(previous, str) or previous not in records:
-            continue
-        before, this = keyword.get(previous, 0.0), keyword.get(id, 0.0)
-        if before > 0:
-            lifted[id] = lifted.get(id, 0.0) + share * before
-        if this > 0:
-            lifted[previous] = lifted.get(previous, 0.0) + share * this
+        this = keyword.get(id, 0.0)
+        for _ in range(turns):
+            previous = record.metadata.get(PREVIOUS_TURN)
+            if not isinstance(previous, str) or previous not in records:
+                break
+            before = keyword.get(previous, 0.0)
+            if before > 0:
+                lifted[id] = lifted.get(id, 0.0) + share * before
+            if this > 0:
+                lifted[previous] = lifted.get(previous, 0.0) + share * this
+            record = records[previous]
     return {id: min(1.0, score) for id, score in lifted.items()}

@@ -25,6 +25,14 @@ weight, the candidates that became true in that period (``valid_from``, else
     ['2022-10-05', '2022-10-08']
     >>> [d.date().isoformat() for d in named_period("Where did Joanna travel in July 2022?")]
     ['2022-07-01', '2022-08-01']
+
+A month named without a year ("in May", "the second week of November") raises, by
+the same weight, the candidates that became true in that month of any year.
+
+    >>> named_month("Which outdoor spot did Joanna visit in May?")
+    5
+    >>> named_month("This may help") is None
+    True
 """
 
 from __future__ import annotations
@@ -123,6 +131,26 @@ def named_period(query: str) -> Period | None:
     except (ValueError, OverflowError):  # 31 February, year 0
         return None
     return None
+
+
+# A capitalised month after a word that makes it a time ("in May", not "this may"),
+# without a year after it (that is a named period).
+_MONTH_ALONE = re.compile(
+    r"\b(?i:in|during|of|early|late|mid|last|this|next|since|until|before|after|by)\s+"
+    r"(January|February|March|April|May|June|July|August|September|October|November"
+    r"|December)\b(?!,?\s+\d)")
+
+
+def named_month(query: str) -> int | None:
+    """The month (1-12) the query names without a year, or ``None``."""
+    match = _MONTH_ALONE.search(query)
+    return None if match is None else _MONTH_NAMES.index(match[1].casefold()) + 1
+
+
+def favour_month(hits: Sequence[Hit], month: int, weight: float) -> list[Hit]:
+    """Raise the hits whose memory became true in ``month`` (of any year); best first."""
+    return _raise(hits, weight,
+                  lambda record: to_datetime(record.valid_from or record.created_at).month == month)
 
 
 def favour_period(hits: Sequence[Hit], period: Period, weight: float) -> list[Hit]:
