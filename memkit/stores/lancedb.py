@@ -102,6 +102,7 @@ class LanceDBStore(VectorStore):
 
     provider = "lancedb"
     supports_keyword = True
+    CREATE_WAIT: ClassVar[float] = 30.0  # how long an open waits for another process's creation
 
     def __init__(self, path: str = "./memkit-lancedb", collection_name: str = "memkit") -> None:
         super().__init__()
@@ -126,14 +127,17 @@ class LanceDBStore(VectorStore):
 
     def _open_table(self, dimension: int, model: str) -> None:
         """Open or create the table; while another process creates it (listed before its
-        first commit, or created between our look and our create), look again."""
-        for wait in (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, None):
+        first commit, or created between our look and our create), look again, for up to
+        ``CREATE_WAIT`` seconds: on a loaded machine a creation can take seconds."""
+        deadline, wait = time.monotonic() + self.CREATE_WAIT, 0.05
+        while True:
             try:
                 return self._open_or_create(dimension, model)
             except VectorStoreError as exc:
-                if wait is None or not _being_created(exc):
+                if not _being_created(exc) or time.monotonic() + wait > deadline:
                     raise
             time.sleep(wait)
+            wait = min(wait * 2, 1.0)
 
     def _open_or_create(self, dimension: int, model: str) -> None:
         name = self.collection_name
