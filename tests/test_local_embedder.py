@@ -132,28 +132,70 @@ def test_the_packaged_weights_are_multiplied_as_int8(embedder: LocalEmbedder) ->
     assert similarities.min() >= 0.98 and similarities.mean() >= 0.99, similarities
 
 
-def test_biases_folded_and_query_key_value_merged_change_no_vector(
+def test_biases_folded_query_key_value_merged_and_keys_turned_once_change_no_vector(
     embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Each product takes its bias, and each layer's query, key and value products run as
-    one node: every vector is the one the separate nodes give, to the bit, alone and in a
-    batch."""
+    """Each product takes its bias, each layer's query, key and value products run as one
+    node, and its keys are turned by one Transpose: every vector is the one the export's
+    nodes give, to the bit, alone and in a batch."""
     assert PACKAGED is not None
     merged = _model_class()()
     merged.ParseFromString(dynamic_int8(PACKAGED.model.read_bytes())[0])
     monkeypatch.setattr(_int8, "_fold_biases", lambda graph: None)
     monkeypatch.setattr(_int8, "_merge_projections", lambda graph: None)
+    monkeypatch.setattr(_int8, "_transpose_keys_once", lambda graph: None)
     separate = local._build(PACKAGED, 1)
     texts = [text for text in SENTENCES if text]
     products = [n for n in merged.graph.node if n.op_type == "DynamicQuantizeMatMul"]
+    perms = [list(a.ints) for n in merged.graph.node if n.op_type == "Transpose"
+             for a in n.attribute if a.name == "perm"]
 
     assert sum(n.op_type == "Split" for n in merged.graph.node) == 6  # one per layer
     assert len(products) == 24 and all(len(n.input) == 5 for n in products)  # with a bias
+    assert perms.count([0, 2, 3, 1]) == 6 and [0, 2, 1] not in perms
     for batch in ([[text] for text in texts], [texts]):
         for part in batch:
             np.testing.assert_array_equal(
                 embedder.embed(part),
                 normalise(separate.encode(part, 32), len(part), DIMENSION))
+
+
+def keys_turned_by_shapes(last: tuple[str, str]) -> Any:
+    """The export's five steps turning keys ``x`` (``[B, S, H, D]``), the last shape
+    ``[B, H, *last]`` (``("d", "s")``: the keys turned, ``[B, H, D, S]``)."""
+    graph = _model_class()().graph
+    for name, value in (("all", -1), ("first", -(2**63)), ("-2", -2), ("-1", -1),
+                        ("end", 2**63 - 1)):
+        graph.initializer.add(name=name, data_type=7, dims=[1],
+                              raw_data=np.array([value], "<i8").tobytes())
+    graph.node.add(op_type="Transpose", input=["x"], output=["k"]).attribute.add(
+        name="perm", ints=[0, 2, 1, 3], type=7)
+    graph.node.add(op_type="Shape", input=["k"], output=["shape"])
+    for output, start, end in (("bh", "first", "-2"), ("s", "-2", "-1"), ("d", "-1", "end")):
+        graph.node.add(op_type="Slice", input=["shape", start, end], output=[output])
+    graph.node.add(op_type="Concat", input=["all", "s", "d"], output=["flat_shape"]).attribute.add(
+        name="axis", i=0, type=2)
+    graph.node.add(op_type="Reshape", input=["k", "flat_shape"], output=["flat"])
+    graph.node.add(op_type="Transpose", input=["flat"], output=["turned"]).attribute.add(
+        name="perm", ints=[0, 2, 1], type=7)
+    graph.node.add(op_type="Concat", input=["bh", *last], output=["shape_t"]).attribute.add(
+        name="axis", i=0, type=2)
+    graph.node.add(op_type="Reshape", input=["turned", "shape_t"], output=["keys_t"])
+    graph.output.add(name="keys_t")
+    return graph
+
+
+def test_keys_are_turned_by_one_transpose_only_where_the_shapes_turn_them() -> None:
+    turned, kept = keys_turned_by_shapes(("d", "s")), keys_turned_by_shapes(("s", "d"))
+    as_it_was = kept.SerializeToString()
+
+    _int8._transpose_keys_once(turned)
+    _int8._transpose_keys_once(kept)
+
+    [node] = turned.node
+    assert (node.op_type, list(node.input), list(node.output)) == ("Transpose", ["x"], ["keys_t"])
+    assert [list(a.ints) for a in node.attribute] == [[0, 2, 3, 1]]
+    assert kept.SerializeToString() == as_it_was
 
 
 def test_a_model_without_int8_weights_comes_back_as_it_was() -> None:
