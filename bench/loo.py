@@ -97,7 +97,7 @@ def _default_label() -> str:
     d = SearchConfig()
     return Setting(d.vector_weight, d.keyword_weight, d.candidates, d.keyword_exponent,
                    d.temporal_weight, d.common_word_share, d.context_share,
-                   d.context_turns).label
+                   d.context_turns, d.question_penalty).label
 
 
 def _fmt(value: Any) -> str:

@@ -94,8 +94,11 @@ class SearchConfig(_Section):
     context_share: float = Field(default=0.2, ge=0, le=1)
     """Hybrid search lends a dialogue turn this share of the keyword scores of the turns
     near it (0: none; docs/pipeline.md)."""
-    context_turns: int = Field(default=2, ge=1, le=10)
+    context_turns: int = Field(default=3, ge=1, le=10)
     """How many turns before and after a dialogue turn lend it their keyword scores."""
+    question_penalty: float = Field(default=0.02, ge=0, le=1)
+    """Vector and hybrid search lower a memory that ends in a question mark by this much:
+    it asks for what the turns after it tell (0: none; docs/pipeline.md)."""
 
 
 class RerankerConfig(_Section):

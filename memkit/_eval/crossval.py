@@ -35,19 +35,21 @@ class Setting:
     common_word_share: float = _DEFAULT.common_word_share
     context_share: float = _DEFAULT.context_share
     context_turns: int = _DEFAULT.context_turns
+    question_penalty: float = _DEFAULT.question_penalty
 
     @property
     def label(self) -> str:
         return (f"v{self.vector_weight:g}/k{self.keyword_weight:g}/c{self.candidates}"
                 f"/e{self.keyword_exponent:g}/t{self.temporal_weight:g}/s{self.common_word_share:g}"
-                f"/n{self.context_share:g}/r{self.context_turns}")
+                f"/n{self.context_share:g}/r{self.context_turns}/q{self.question_penalty:g}")
 
     def config(self) -> dict[str, Any]:
         return {"vector_weight": self.vector_weight, "keyword_weight": self.keyword_weight,
                 "candidates": self.candidates, "keyword_exponent": self.keyword_exponent,
                 "temporal_weight": self.temporal_weight,
                 "common_word_share": self.common_word_share,
-                "context_share": self.context_share, "context_turns": self.context_turns}
+                "context_share": self.context_share, "context_turns": self.context_turns,
+                "question_penalty": self.question_penalty}
 
 
 def _grid() -> tuple[Setting, ...]:
@@ -60,7 +62,8 @@ def _grid() -> tuple[Setting, ...]:
     settings += [Setting(*weights, temporal_weight=t) for t in (0.0, 0.2, 0.4)]
     settings += [Setting(*weights, common_word_share=s) for s in (0.25, 0.5, 1.0)]
     settings += [Setting(*weights, context_share=n) for n in (0.0, 0.1, 0.3)]
-    settings += [Setting(*weights, context_turns=r) for r in (1, 3)]
+    settings += [Setting(*weights, context_turns=r) for r in (2, 4)]
+    settings += [Setting(*weights, question_penalty=q) for q in (0.0, 0.01, 0.03)]
     return tuple(dict.fromkeys(settings))
 
 
@@ -121,13 +124,13 @@ def format_cross_validation(result: dict[str, Any]) -> str:
     settings = result["settings"]
     conversations = [c for c in next(iter(settings.values())) if c != "pooled"]
     lines = [f"cross-validation ({result['metric']}, leave one conversation out)",
-             f"{'setting':<26}" + "".join(f"{c:>10}" for c in conversations) + f"{'pooled':>10}"]
+             f"{'setting':<44}" + "".join(f"{c:>10}" for c in conversations) + f"{'pooled':>10}"]
     for label, row in settings.items():
-        lines.append(f"{label:<26}" + "".join(f"{row[c]:10.1f}" for c in conversations)
+        lines.append(f"{label:<44}" + "".join(f"{row[c]:10.1f}" for c in conversations)
                      + f"{row['pooled']:10.1f}")
     lines.append("")
     for fold in result["folds"]:
-        lines.append(f"held out {fold['held_out']:<10} chosen {fold['chosen']:<26} "
+        lines.append(f"held out {fold['held_out']:<10} chosen {fold['chosen']:<44} "
                      f"training {fold['training_recall']:5.1f}  held out {fold['held_out_recall']:5.1f}")
     lines.append(f"held-out R@{METRIC_K}: mean {result['held_out_mean']:.1f}, "
                  f"sd {result['held_out_stdev']:.1f}, range {result['held_out_min']:.1f}"

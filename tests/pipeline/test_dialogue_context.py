@@ -36,7 +36,7 @@ def test_a_list_of_one_speakers_facts_keeps_plain_vectors(make_memory: MakeMemor
 def _pottery_dialogue(m: object, user_id: str) -> None:
     turns = [("Caroline", "I went to a pottery workshop in Lisbon last weekend."),
              ("Melanie", REPLY), ("Caroline", "My cat knocked over a vase."),
-             ("Melanie", "Oh no, was it an old one?")]
+             ("Melanie", "Oh no, was it an old one?"), ("Caroline", "No, I bought it in May.")]
     m.add([{"role": "user", "name": n, "content": c} for n, c in turns],  # type: ignore[attr-defined]
           user_id=user_id, infer=False)
 
@@ -70,11 +70,15 @@ def test_hybrid_search_lends_a_reply_its_questions_keywords(make_memory: MakeMem
     scores = _pottery_scores(make_memory, {}, {"context_share": 0.0})
     assert scores[0][REPLY] > scores[1][REPLY]  # the turn before it holds the words
     # a turn with no linked neighbour among the keyword hits keeps its score
-    assert scores[0]["Oh no, was it an old one?"] == scores[1]["Oh no, was it an old one?"]
+    assert scores[0]["No, I bought it in May."] == scores[1]["No, I bought it in May."]
 
 
 def test_the_keyword_context_reaches_context_turns_either_side(make_memory: MakeMemory) -> None:
-    scores = _pottery_scores(make_memory, {}, {"context_turns": 1})
-    # two turns after the one with the words: lent to by default, not with one turn
-    assert scores[0]["My cat knocked over a vase."] > scores[1]["My cat knocked over a vase."]
-    assert scores[0]["Oh no, was it an old one?"] == scores[1]["Oh no, was it an old one?"]
+    default, two, one = _pottery_scores(make_memory, {}, {"context_turns": 2},
+                                        {"context_turns": 1})
+    # two turns after the one with the words: lent to with two turns, not with one
+    assert two["My cat knocked over a vase."] > one["My cat knocked over a vase."]
+    # three turns after: lent to by default (three turns), not with two
+    assert default["Oh no, was it an old one?"] > two["Oh no, was it an old one?"]
+    assert two["Oh no, was it an old one?"] == one["Oh no, was it an old one?"]
+    assert default["No, I bought it in May."] == one["No, I bought it in May."]  # four after

@@ -16,6 +16,7 @@ from memkit._pipeline.features.lifecycle import Lifecycle, confidence_of, note_f
 from memkit._pipeline.inputs import bounded_words, query_of
 from memkit._pipeline.search.fusion import fuse
 from memkit._pipeline.search.keywords import distinctive, keyword_terms
+from memkit._pipeline.search.questions import lower_questions
 from memkit._pipeline.search.temporal import (
     favour_dated,
     favour_month,
@@ -42,6 +43,7 @@ class SearchSettings:
     common_word_share: float
     context_share: float
     context_turns: int
+    question_penalty: float
 
 
 def search_flow(
@@ -89,6 +91,7 @@ def search_flow(
     else:
         hits = vector_hits or keyword_hits
     if mode != "keyword":  # keyword scores are the store's own, not in [0, 1]
+        hits = lower_questions(hits, settings.question_penalty)
         hits = favour_dated(hits, query, settings.temporal_weight)
         if period is not None:
             hits = favour_period(hits, period, settings.temporal_weight)
