@@ -14,7 +14,7 @@ observations mode with the defaults (target ≥ 70). Paper-style R@10 throughout
 categories, a question without evidence counts as found.
 
 The data is read in place (non-commercial: never copied into the repository).
-Results: bench/results/loo.json. 37 minutes on the 2 shared cores at load 6-17.
+Results: bench/results/loo.json. About 5 minutes on the 2 shared cores at load 4, 8 at load 8-9.
 """
 
 from __future__ import annotations
