@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 
 
@@ -11,17 +12,26 @@ def utcnow() -> datetime:
 
 def to_datetime(value: datetime | str | int | float) -> datetime:
     """A timezone-aware UTC datetime; naive values are taken as UTC."""
+    if isinstance(value, str):
+        return _parsed(value)
     if isinstance(value, datetime):
         dt = value
-    elif isinstance(value, str):
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
     elif isinstance(value, int | float) and not isinstance(value, bool):
         dt = datetime.fromtimestamp(value, UTC)
     else:
         raise TypeError(f"expected a datetime, an ISO 8601 string or epoch seconds, got {value!r}")
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC)
+    return _utc(dt)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _parsed(text: str) -> datetime:
+    """:func:`to_datetime` of an ISO string; cached (datetimes are immutable): a search
+    turns the times of the same memories into datetimes again and again."""
+    return _utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+def _utc(dt: datetime) -> datetime:
+    return (dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt).astimezone(UTC)
 
 
 def to_iso(value: datetime | str | int | float) -> str:

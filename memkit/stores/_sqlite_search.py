@@ -25,12 +25,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memkit._filters import Filter
 from memkit.stores._ann import AnnIndex, Feed, usearch_index
-from memkit.stores._columns import FIELDS, Check
+from memkit.stores._columns import FIELDS, SCOPE, Check, Held, columnar, encode
 from memkit.stores._matrix import Matrix, top_positions
 from memkit.stores._sqlite_keywords import Index, bm25, terms_of, varint
 from memkit.stores._sqlite_schema import META
-from memkit.stores._sqlite_sql import SELECT, record_of
+from memkit.stores._sqlite_sql import SELECT_IN_ORDER, SQL, record_in_order, translate
 from memkit.stores.base import Record, Vector
 
 #: live rows from which unscoped searches use the HNSW index (``ann_threshold``)
@@ -56,6 +57,8 @@ _LOG_KEEP = 50_000
 _ROWS_KEPT = 50_000
 #: beside FIELDS in the matrix: the row's length in terms, for bm25
 LENGTH = len(FIELDS)
+#: after it, the codes of the SCOPE fields (:class:`Held`)
+CODED = LENGTH + 1
 _FIELDS = ", ".join(f"r.{name}" for name in FIELDS) + ", d.sz"
 
 Ranked = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
@@ -89,12 +92,16 @@ class FileMatrix:
         self._log_floor = 0
         self._rows: dict[int, tuple[Any, ...]] = {}
         #: the matrix's FIELDS columns, None for those holding no value (filters read them)
-        self._columns: list[npt.NDArray[np.object_] | None] = []
+        self._columns = Held(())
         self._filled = [False] * len(FIELDS)
+        #: the numbers of the scope fields' texts (:class:`Held`), kept until the matrix reloads
+        self._codes: dict[str, int] = {}
+        #: the keyword index's rows and terms (:meth:`Index.totals`) as the matrix last saw it
+        self._totals: tuple[int, int] | None = None
 
     def search(
         self, conn: sqlite3.Connection, version: int, query: Vector, limit: int,
-        where: str | None, params: list[Any], check: Check | None = None,
+        where: Where | None,
     ) -> Ranked:
         """The ``seq`` and cosine of the best ``limit`` rows (of those ``where`` keeps;
         ``check``: the same filter on :data:`FIELDS`, when it can be told from them),
@@ -102,7 +109,7 @@ class FileMatrix:
         connection's lock, inside a read transaction)."""
         index = self._synced(conn, version)
         if where is not None:
-            return self._filtered(conn, index, query, limit, _Where(where, params, check))
+            return self._filtered(conn, index, query, limit, where)
         return self._unscoped(conn, index, query, limit)
 
     def keyword(
@@ -117,7 +124,9 @@ class FileMatrix:
         if any(term is None for term in terms):
             return None
         index = self._synced(conn, version)
-        rows, tokens = self.keywords.totals(conn)
+        if self._totals is None:  # until the matrix next catches up with the file
+            self._totals = self.keywords.totals(conn)
+        rows, tokens = self._totals
         self.keywords.prepare(conn, rows)
         phrases = [self.keywords.postings(conn, term) for term in terms if term is not None]
         matched = np.concatenate([seqs for seqs, _ in phrases])
@@ -154,11 +163,11 @@ class FileMatrix:
             if len(rows) + len(missing) > _ROWS_KEPT:
                 rows.clear()
             for row in conn.execute(
-                f"SELECT seq, {SELECT} FROM {self.records}"
+                f"SELECT seq, {SELECT_IN_ORDER} FROM {self.records}"
                 " WHERE seq IN (SELECT value FROM json_each(?))", (json.dumps(missing),),
             ):
                 rows[row[0]] = row[1:]
-        return {s: record_of(rows[s]) for s in seqs if s in rows}
+        return {s: record_in_order(rows[s]) for s in seqs if s in rows}
 
     # -- the change log ---------------------------------------------------------------
     def after_write(self, conn: sqlite3.Connection) -> None:
@@ -206,7 +215,7 @@ class FileMatrix:
 
     # -- filtered searches ------------------------------------------------------------
     def _filtered(
-        self, conn: sqlite3.Connection, index: Matrix, query: Vector, limit: int, where: _Where,
+        self, conn: sqlite3.Connection, index: Matrix, query: Vector, limit: int, where: Where,
     ) -> Ranked:
         """The top ``limit`` among the rows ``where`` keeps.
 
@@ -231,7 +240,7 @@ class FileMatrix:
         return index.top(query, limit, positions)
 
     def _score_first(
-        self, conn: sqlite3.Connection, index: Matrix, query: Vector, limit: int, where: _Where,
+        self, conn: sqlite3.Connection, index: Matrix, query: Vector, limit: int, where: Where,
     ) -> Ranked:
         """The whole matrix scored, then the filter checked on its best rows only, more
         of them while too few pass (sized by the share that did): once ``limit`` pass, no
@@ -261,7 +270,7 @@ class FileMatrix:
 
     def _ann_filtered(
         self, near: Callable[[Vector, int], npt.NDArray[np.intp]], conn: sqlite3.Connection,
-        index: Matrix, query: Vector, limit: int, where: _Where,
+        index: Matrix, query: Vector, limit: int, where: Where,
     ) -> Ranked | None:
         """The ann's candidates (``near``) that pass the filter, re-ranked exactly; None
         when the filter keeps too few of them. At least twice ``limit`` must pass, so the
@@ -280,7 +289,7 @@ class FileMatrix:
 
     def _passing(
         self, conn: sqlite3.Connection, index: Matrix, positions: npt.NDArray[np.intp],
-        where: _Where,
+        where: Where,
     ) -> npt.NDArray[np.bool_]:
         """Which of the rows at ``positions`` the filter keeps (in RAM, else one query)."""
         if where.check is not None:
@@ -294,7 +303,7 @@ class FileMatrix:
         return np.isin(seqs, np.array([r[0] for r in rows], np.int64))
 
     def _kept(
-        self, conn: sqlite3.Connection, index: Matrix, where: _Where, most: int | None = None,
+        self, conn: sqlite3.Connection, index: Matrix, where: Where, most: int | None = None,
     ) -> tuple[npt.NDArray[np.intp], int]:
         """The matrix positions of the live rows ``where`` keeps, reading at most ``most``
         rows, and how many rows were read."""
@@ -310,12 +319,14 @@ class FileMatrix:
         index = self._index
         if index is not None and not self._dirty and version == self._seen_version:
             return index
+        self._totals = None
         row = conn.execute(
             f"SELECT log_floor FROM {META} WHERE name = ?", (self.collection_name,)
         ).fetchone()
         floor = int(row[0]) if row else 0
         if index is None or self._last_change < floor:
-            index = Matrix(self._dimension(), _fields([]))
+            self._codes = {}
+            index = Matrix(self._dimension(), self._fill([]))
             rows = conn.execute(
                 f"SELECT v.rec, v.vector, {_FIELDS} FROM {self.vectors} AS v"
                 f" JOIN {self.records} AS r ON r.seq = v.rec"
@@ -329,7 +340,7 @@ class FileMatrix:
             if len(rows) <= _ROWS_KEPT:  # a search's candidates then read nothing more
                 self._rows.update(
                     (row[0], row[1:])
-                    for row in conn.execute(f"SELECT seq, {SELECT} FROM {self.records}"))
+                    for row in conn.execute(f"SELECT seq, {SELECT_IN_ORDER} FROM {self.records}"))
         else:
             rows = conn.execute(
                 f"SELECT c.rec, v.vector, {_FIELDS} FROM (SELECT DISTINCT rec FROM"
@@ -352,16 +363,20 @@ class FileMatrix:
         self._last_change = max(floor, self._log_bounds(conn)[1])
         self._log_floor = floor
         self._index, self._seen_version, self._dirty = index, version, False
-        self._columns = [column if filled else None
-                         for column, filled in zip(index.fields, self._filled, strict=False)]
+        filled = self._filled
+        self._columns = Held(
+            [column if filled[i] else None for i, column in enumerate(index.fields[:LENGTH])],
+            [column if filled[i] else None for i, column in enumerate(index.fields[CODED:])],
+            self._codes)
         return index
 
     def _fill(self, rows: list[Any]) -> list[npt.NDArray[Any]]:
-        """:func:`_fields` of ``rows``, noting the FIELDS columns that now hold a value."""
+        """:func:`_fields` of ``rows`` and their scope fields' codes (from :data:`CODED` on),
+        noting the FIELDS columns that now hold a value."""
         columns = _fields(rows)
         for i in range(len(FIELDS)):
             self._filled[i] = self._filled[i] or bool(np.any(columns[i] != None))  # noqa: E711
-        return columns
+        return [*columns, *(encode(columns[i], self._codes) for i in range(len(SCOPE)))]
 
     # -- the HNSW index (AnnIndex) -------------------------------------------------------
     def _unscoped(
@@ -439,14 +454,29 @@ class FileMatrix:
         return np.frombuffer(b"".join(r[1] for r in rows), np.float32).reshape(-1, dimension).copy()
 
 
-class _Where:
-    """A search's filter: as SQL with its parameters, and as a check of :data:`FIELDS`
-    when it can be told from them."""
+class Where:
+    """A search's filter: as a check of :data:`FIELDS` when it can be told from them
+    (:func:`memkit.stores._columns.columnar`), and as SQL with its parameters, translated
+    when first asked for (a check in RAM needs none)."""
 
-    __slots__ = ("check", "params", "sql")
+    __slots__ = ("_sql", "check", "filter")
 
-    def __init__(self, sql: str, params: list[Any], check: Check | None) -> None:
-        self.sql, self.params, self.check = sql, params, check
+    def __init__(self, filter: Filter | None) -> None:
+        self.filter, self.check = filter, columnar(filter)
+        self._sql = None if self.check is not None else translate(filter)
+
+    @property
+    def sql(self) -> str:
+        return self._translated()[0]
+
+    @property
+    def params(self) -> list[Any]:
+        return self._translated()[1]
+
+    def _translated(self) -> SQL:
+        if self._sql is None:
+            self._sql = translate(self.filter)
+        return self._sql
 
 
 def _fields(rows: list[Any]) -> list[npt.NDArray[Any]]:

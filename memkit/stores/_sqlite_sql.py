@@ -44,6 +44,10 @@ RECORD_COLUMNS = (
     "metadata", *TEMPORAL_FIELDS, *LIFECYCLE_FIELDS,
 )
 SELECT = ", ".join(RECORD_COLUMNS)
+#: :data:`SELECT` with a NULL where :class:`Record` has its vector: a row of it is Record's
+#: fields in order (the metadata as text: :func:`record_in_order`)
+SELECT_IN_ORDER = ", ".join((*RECORD_COLUMNS[:9], "NULL", *RECORD_COLUMNS[9:]))
+assert [*RECORD_COLUMNS[:9], "vector", *RECORD_COLUMNS[9:]] == list(Record.__dataclass_fields__)
 
 SQL = tuple[str, list[Any]]
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -290,6 +294,13 @@ def record_of(row: Sequence[Any]) -> Record:
     return Record(*row[:8], metadata_of(row[8]), None, *row[9:])  # type: ignore[call-arg]
 
 
+def record_in_order(row: Sequence[Any]) -> Record:
+    """A row of :data:`SELECT_IN_ORDER` as a Record (:func:`record_of`, cheaper)."""
+    record = Record(*row)
+    record.metadata = metadata_of(row[8])
+    return record
+
+
 #: metadata texts of scalar values only, parsed (searches decode the same records again and again)
 _FLAT: dict[str, dict[str, Any]] = {}
 _FLAT_KEPT = 8192
@@ -303,8 +314,12 @@ def metadata_of(text: str) -> dict[str, Any]:
     if parsed is not None:
         return dict(parsed)  # scalar values: a copy shares nothing a caller could change
     value: dict[str, Any] = json.loads(text)
-    if all(v is None or isinstance(v, str | int | float) for v in value.values()):
+    if _flat(value):
         if len(_FLAT) >= _FLAT_KEPT:
             _FLAT.clear()
         _FLAT[text] = dict(value)
     return value
+
+
+def _flat(metadata: dict[str, Any]) -> bool:
+    return all(v is None or isinstance(v, str | int | float) for v in metadata.values())

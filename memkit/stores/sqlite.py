@@ -20,15 +20,15 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from memkit._errors import ConfigError, VectorStoreError
 from memkit._filters import Filter
 from memkit.history.sqlite import SQLiteConnection, SQLiteHistory, check_identifier
-from memkit.stores._columns import Check, columnar
 from memkit.stores._generations import next_generation
 from memkit.stores._matrix import unit
 from memkit.stores._sqlite_schema import META, create_meta, create_tables, drop_tables
-from memkit.stores._sqlite_search import ANN_THRESHOLD, FileMatrix
+from memkit.stores._sqlite_search import ANN_THRESHOLD, FileMatrix, Where
 from memkit.stores._sqlite_sql import (
     LOWER_FUNCTION,
     RECORD_COLUMNS,
@@ -93,7 +93,7 @@ class SQLiteStore(VectorStore):
         self._db = SQLiteConnection(path)
         self._db.create_function(LOWER_FUNCTION, 1, lower)
         self._history: SQLiteHistory | None = None
-        self._last_filter: tuple[Filter | None, tuple[str, list[Any], Check | None]] | None = None
+        self._last_filter: tuple[Filter | None, Where] | None = None
         self._setup()
 
     def _setup(self) -> None:
@@ -310,30 +310,26 @@ class SQLiteStore(VectorStore):
             ).fetchone()
         return None if row is None else record_of(row)
 
-    def _forms(self, filter: Filter | None) -> tuple[str, list[Any], Check | None]:
-        """The filter as SQL (with its parameters) and as a check of the fields the matrix
-        holds; the last filter's are kept (a hybrid search passes its filter twice)."""
+    def _forms(self, filter: Filter | None) -> Where:
+        """The filter as a check of the fields the matrix holds and as SQL; the last
+        filter's are kept (a hybrid search passes its filter twice)."""
         last = self._last_filter
         if last is not None and last[0] is filter:
             return last[1]
-        where, params = translate(filter)
-        forms = (where, params, columnar(filter))
-        self._last_filter = (filter, forms)
-        return forms
+        where = Where(filter)
+        self._last_filter = (filter, where)
+        return where
 
     def search(self, vector: Vector, limit: int, filter: Filter | None = None) -> list[Hit]:
         query = unit(self._check(vector)[None, :])[0]
-        where, params, check = self._forms(filter)
+        where = self._forms(filter)
         if limit <= 0:
             return []
-        if filter is None:
-            check = None
         with self._db.lock:
             version = self._db.data_version()
             with self._read(shared=True) as conn:
                 seqs, sims = self._matrix.search(
-                    conn, version, query, limit, None if filter is None else where, params, check
-                )
+                    conn, version, query, limit, None if filter is None else where)
                 records = self._matrix.records_of(conn, seqs.tolist())
         return [Hit(records[s], score)
                 for s, score in zip(seqs.tolist(), cosine_to_scores(sims), strict=True)
@@ -345,7 +341,8 @@ class SQLiteStore(VectorStore):
         behind the shared connection: while another thread holds that (a write), FTS5
         answers on this thread's own connection, so the read does not wait."""
         words = fts_words(text)
-        where, params, check = self._forms(filter)
+        where = self._forms(filter)
+        check = where.check
         if not words or limit <= 0:
             return []
         if check is not None and self._db.lock.acquire(blocking=False):
@@ -354,12 +351,11 @@ class SQLiteStore(VectorStore):
                 with self._read(shared=True) as conn:
                     found = self._matrix.keyword(conn, version, words, limit, check)
                     if found is not None:
-                        records = self._matrix.records_of(conn, found[0].tolist())
-                        return _keyword_hits(
-                            list(zip(found[0].tolist(), found[1].tolist(), strict=True)), records)
+                        seqs = found[0].tolist()
+                        return _keyword_hits(seqs, found[1], self._matrix.records_of(conn, seqs))
             finally:
                 self._db.lock.release()
-        return self._fts_search(fts_query(text) or "", limit, filter, where, params)
+        return self._fts_search(fts_query(text) or "", limit, filter, where.sql, where.params)
 
     def _fts_search(self, query: str, limit: int, filter: Filter | None, where: str,
                     params: list[Any]) -> list[Hit]:
@@ -374,8 +370,9 @@ class SQLiteStore(VectorStore):
                 f"{scoped} ORDER BY f.rank, f.seq LIMIT ?",
                 [query, *(params if filter is not None else []), limit],
             ).fetchall()
-            records = self._by_seq(conn, [seq for seq, _ in ranked])
-        return _keyword_hits(ranked, records)
+            seqs = [seq for seq, _ in ranked]
+            records = self._by_seq(conn, seqs)
+        return _keyword_hits(seqs, np.array([rank for _, rank in ranked], np.float64), records)
 
     def _by_seq(self, conn: sqlite3.Connection, seqs: list[int]) -> dict[int, Record]:
         if not seqs:
@@ -437,14 +434,14 @@ class SQLiteStore(VectorStore):
             ).fetchall()
 
 
-def _keyword_hits(ranked: builtins.list[tuple[int, float]], records: dict[int, Record]
-                  ) -> builtins.list[Hit]:
-    """Hits of ``(seq, bm25 rank)`` pairs, best first: scores are ranks over the best one's."""
-    if not ranked:
+def _keyword_hits(seqs: builtins.list[int], ranks: npt.NDArray[np.float64],
+                  records: dict[int, Record]) -> builtins.list[Hit]:
+    """Hits of the rows ``seqs`` of bm25 ``ranks``, best first: scores are ranks over the
+    best one's."""
+    if not seqs:
         return []
-    best = min(rank for _, rank in ranked)
-    return [
-        Hit(records[seq], min(1.0, max(0.0, rank / best)) if best < 0 else 1.0)
-        for seq, rank in ranked
-        if seq in records
-    ]
+    best = float(ranks.min())
+    scores = (np.minimum(1.0, np.maximum(0.0, ranks / best)) if best < 0
+              else np.ones(len(ranks))).tolist()
+    return [Hit(records[seq], score) for seq, score in zip(seqs, scores, strict=True)
+            if seq in records]

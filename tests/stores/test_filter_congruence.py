@@ -296,9 +296,10 @@ def test_unicode_case_folding_matches_python_lower(loaded: VectorStore) -> None:
 def test_the_sqlite_stores_check_in_ram_returns_the_reference_rows() -> None:
     """The filters :func:`columnar` can tell from the fields held in RAM (the SQLite store
     checks a search's best rows with it) keep exactly the reference's records, also where
-    a field is missing from every record (its column passed as None)."""
+    a field is missing from every record (its column passed as None), with the scope
+    fields compared as text or as codes."""
     from memkit.stores._columns import FIELDS as HELD
-    from memkit.stores._columns import columnar
+    from memkit.stores._columns import Held, columnar, held
 
     exprs = [e for _, e in generate(seed=SEED + 7)] + [parse_filter(raw) for raw in (
         {"user_id": "alice"}, {"user_id": {"in": ["bob", 3, True]}}, {"agent_id": {"ne": "x"}},
@@ -310,12 +311,14 @@ def test_the_sqlite_stores_check_in_ram_returns_the_reference_rows() -> None:
     told = 0
     for corpus in (CORPUS, blank):
         columns = [np.array([getattr(r, name) for r in corpus], dtype=object) for name in HELD]
-        held = [None if all(v is None for v in c) else c for c in columns]
+        values = [None if all(v is None for v in c) else c for c in columns]
         for expr in exprs:
             check = columnar(expr)
             if check is None:
                 continue
             told += 1
-            kept = {r.id for r, keep in zip(corpus, check(held, every), strict=True) if keep}
-            assert kept == expected(expr, corpus), expr
-    assert told >= 40 and held[HELD.index("valid_to")] is None
+            for given in (Held(values), held(values)):
+                kept = {r.id for r, keep in zip(corpus, check(given, every), strict=True) if keep}
+                assert kept == expected(expr, corpus), expr
+    assert told >= 40 and values[HELD.index("valid_to")] is None
+    assert held(values).coded[HELD.index("agent_id")] is None
