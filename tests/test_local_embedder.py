@@ -132,18 +132,19 @@ def test_the_packaged_weights_are_multiplied_as_int8(embedder: LocalEmbedder) ->
     assert similarities.min() >= 0.98 and similarities.mean() >= 0.99, similarities
 
 
-def test_biases_folded_query_key_value_merged_and_keys_turned_once_change_no_vector(
+def test_the_int8_model_runs_fewer_nodes_and_gives_the_same_vectors(
     embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Each product takes its bias, each layer's query, key and value products run as one
-    node, and its keys are turned by one Transpose: every vector is the one the export's
-    nodes give, to the bit, alone and in a batch."""
+    node, its keys are turned by one Transpose, its softmax is not checked for NaN: every
+    vector is the one the export's nodes give, to the bit, alone and in a batch."""
     assert PACKAGED is not None
     merged = _model_class()()
     merged.ParseFromString(dynamic_int8(PACKAGED.model.read_bytes())[0])
     monkeypatch.setattr(_int8, "_fold_biases", lambda graph: None)
     monkeypatch.setattr(_int8, "_merge_projections", lambda graph: None)
     monkeypatch.setattr(_int8, "_transpose_keys_once", lambda graph: None)
+    monkeypatch.setattr(_int8, "_drop_nan_guards", lambda graph: None)
     separate = local._build(PACKAGED, 1)
     texts = [text for text in SENTENCES if text]
     products = [n for n in merged.graph.node if n.op_type == "DynamicQuantizeMatMul"]
@@ -153,6 +154,7 @@ def test_biases_folded_query_key_value_merged_and_keys_turned_once_change_no_vec
     assert sum(n.op_type == "Split" for n in merged.graph.node) == 6  # one per layer
     assert len(products) == 24 and all(len(n.input) == 5 for n in products)  # with a bias
     assert perms.count([0, 2, 3, 1]) == 6 and [0, 2, 1] not in perms
+    assert not any(n.op_type == "IsNaN" for n in merged.graph.node)
     for batch in ([[text] for text in texts], [texts]):
         for part in batch:
             np.testing.assert_array_equal(
@@ -196,6 +198,23 @@ def test_keys_are_turned_by_one_transpose_only_where_the_shapes_turn_them() -> N
     assert (node.op_type, list(node.input), list(node.output)) == ("Transpose", ["x"], ["keys_t"])
     assert [list(a.ints) for a in node.attribute] == [[0, 2, 3, 1]]
     assert kept.SerializeToString() == as_it_was
+
+
+def test_only_a_softmax_checked_for_nan_loses_its_check() -> None:
+    graphs = []
+    for checked in ("p", "q"):  # the softmax's output, or another tensor
+        graph = _model_class()().graph
+        graph.node.add(op_type="Softmax", input=["s"], output=["p"])
+        graph.node.add(op_type="IsNaN", input=[checked], output=["nan"])
+        graph.node.add(op_type="Where", input=["nan", "zero", checked], output=["kept"])
+        graph.node.add(op_type="MatMul", input=["kept", "v"], output=["out"])
+        graph.output.add(name="out")
+        _int8._drop_nan_guards(graph)
+        graphs.append(graph)
+
+    assert [(n.op_type, list(n.input)) for n in graphs[0].node] == [
+        ("Softmax", ["s"]), ("MatMul", ["p", "v"])]
+    assert [n.op_type for n in graphs[1].node] == ["Softmax", "IsNaN", "Where", "MatMul"]
 
 
 def test_a_model_without_int8_weights_comes_back_as_it_was() -> None:
