@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from memkit._pipeline.search.temporal import asks_when, mentions_time, named_month, named_period
+from memkit._pipeline.search.temporal import (
+    asks_when,
+    mentions_time,
+    named_day,
+    named_month,
+    named_period,
+)
 from tests.pipeline.conftest import MakeMemory
 
 UNDATED = "Caroline went to a support group"
@@ -62,6 +68,9 @@ def _dated(make_memory: MakeMemory, query: str, weight: float) -> list[str]:
     "What did Nate watch on 2022-10-06?",
     "What did Nate watch in October 2022?",
     "What did Nate watch in October?",  # a month without its year: October of any year
+    "What did Nate watch on Oct 6th?",  # a day without its year: 6 October of any year
+    "What did Nate watch on the 7th of October?",  # one day either side
+    "What did Nate watch on Oct. 6, 2022?",
 ])
 def test_a_question_naming_a_day_or_month_ranks_that_periods_memories_first(
     make_memory: MakeMemory, query: str
@@ -72,7 +81,7 @@ def test_a_question_naming_a_day_or_month_ranks_that_periods_memories_first(
 
 def test_a_question_naming_another_period_changes_nothing(make_memory: MakeMemory) -> None:
     for query in ("What did Nate watch in March 2021?", "What did Nate watch in March?",
-                  "What did Nate watch?"):
+                  "What did Nate watch on March 3rd?", "What did Nate watch?"):
         assert _dated(make_memory, query, 0.5) == _dated(make_memory, query, 0.0)
 
 
@@ -87,6 +96,9 @@ def test_a_question_naming_another_period_changes_nothing(make_memory: MakeMemor
     ("in December 9999", None),  # past the last representable year
     ("in 2023", None),  # a year alone is not a period here
     ("on October 6", None),  # nor a day without its year
+    ("on Dec 1,2023", ("2023-11-30", "2023-12-03")),
+    ("Sept. 3rd, 2023", ("2023-09-02", "2023-09-05")),
+    ("in Aug 2023", ("2023-08-01", "2023-09-01")),
 ])
 def test_named_period(query: str, period: tuple[str, str] | None) -> None:
     found = named_period(query)
@@ -104,6 +116,20 @@ def test_named_period(query: str, period: tuple[str, str] | None) -> None:
 ])
 def test_named_month(query: str, month: int | None) -> None:
     assert named_month(query) == month
+
+
+@pytest.mark.parametrize(("query", "day"), [
+    ("What did his teammates give him when they met on Aug 15th?", (8, 15)),
+    ("on the 6th of October", (10, 6)),
+    ("What did Maria do on May 2?", (5, 2)),
+    ("on Feb 29", (2, 29)),  # a day of leap years
+    ("on 31 February", None),  # no such day
+    ("on October 6, 2022", None),  # with its year: a named period
+    ("I read 3 novels in 12 days", None),
+    ("you may 2x it", None),  # a verb, not a month
+])
+def test_named_day(query: str, day: tuple[int, int] | None) -> None:
+    assert named_day(query) == day
 
 
 @pytest.mark.parametrize(("query", "temporal"), [

@@ -19,8 +19,10 @@ from memkit._pipeline.search.keywords import distinctive, keyword_terms
 from memkit._pipeline.search.questions import lower_questions
 from memkit._pipeline.search.temporal import (
     favour_dated,
+    favour_day,
     favour_month,
     favour_period,
+    named_day,
     named_month,
     named_period,
 )
@@ -95,6 +97,8 @@ def search_flow(
         hits = favour_dated(hits, query, settings.temporal_weight)
         if period is not None:
             hits = favour_period(hits, period, settings.temporal_weight)
+        elif settings.temporal_weight > 0 and (day := named_day(query)) is not None:
+            hits = favour_day(hits, day, settings.temporal_weight)
         elif settings.temporal_weight > 0 and (month := named_month(query)) is not None:
             hits = favour_month(hits, month, settings.temporal_weight)
     ranked = rank(hits, life, when, min_confidence, threshold, limit)

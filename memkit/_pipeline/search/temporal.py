@@ -27,12 +27,16 @@ weight, the candidates that became true in that period (``valid_from``, else
     ['2022-07-01', '2022-08-01']
 
 A month named without a year ("in May", "the second week of November") raises, by
-the same weight, the candidates that became true in that month of any year.
+the same weight, the candidates that became true in that month of any year, and a day
+named without a year ("on Aug 15th") those of that day of any year, one day either
+side. Months may be abbreviated ("Aug", "Sept.").
 
     >>> named_month("Which outdoor spot did Joanna visit in May?")
     5
     >>> named_month("This may help") is None
     True
+    >>> named_day("What did his teammates give him on Aug 15th?")
+    (8, 15)
 """
 
 from __future__ import annotations
@@ -100,13 +104,26 @@ def _raise(hits: Sequence[Hit], weight: float, chosen: Callable[[Record], bool])
 _MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
                 "september", "october", "november", "december")
 _ORDINAL = r"(?:st|nd|rd|th)?"
-_MONTH = f"({'|'.join(_MONTH_NAMES)})"
-_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b")
-_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}}){_ORDINAL},?\s+(\d{{4}})\b")
+# a month by its name or its usual abbreviation ("Aug", "Sept.")
+_MONTH = ("(" + "|".join([*_MONTH_NAMES, "jan", "feb", "mar", "apr", "jun", "jul", "aug",
+                          "sept", "sep", "oct", "nov", "dec"]) + r")\b\.?")
+_YEAR = r"(?:,\s*|\s+)(\d{4})\b"
+_DAY_MONTH = rf"\b(\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?{_MONTH}"
+_MONTH_DAY = rf"\b{_MONTH}\s+(\d{{1,2}}){_ORDINAL}"
+_DAY_MONTH_YEAR = re.compile(_DAY_MONTH + _YEAR)
+_MONTH_DAY_YEAR = re.compile(_MONTH_DAY + _YEAR)
 _MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+(\d{{4}})\b")
 _ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+# a day of a month without its year after it ("on Aug 15th", "the 6th of October")
+_DAY_MONTH_ALONE = re.compile(_DAY_MONTH + r"\b(?!,?\s*\d)")
+_MONTH_DAY_ALONE = re.compile(_MONTH_DAY + r"\b(?!,?\s*\d)")
 
 Period = tuple[datetime, datetime]
+
+
+def _month(name: str) -> int:
+    """1-12 from a month's name or abbreviation as :data:`_MONTH` captures it."""
+    return next(i for i, full in enumerate(_MONTH_NAMES, start=1) if full.startswith(name[:3]))
 
 
 def named_period(query: str) -> Period | None:
@@ -117,20 +134,39 @@ def named_period(query: str) -> Period | None:
     if match := _ISO_DAY.search(text):
         day = (int(match[1]), int(match[2]), int(match[3]))
     elif match := _DAY_MONTH_YEAR.search(text):
-        day = (int(match[3]), _MONTH_NAMES.index(match[2]) + 1, int(match[1]))
+        day = (int(match[3]), _month(match[2]), int(match[1]))
     elif match := _MONTH_DAY_YEAR.search(text):
-        day = (int(match[3]), _MONTH_NAMES.index(match[1]) + 1, int(match[2]))
+        day = (int(match[3]), _month(match[1]), int(match[2]))
     try:
         if day is not None:
             start = datetime(*day, tzinfo=UTC)
             return start - timedelta(days=1), start + timedelta(days=2)
         if match := _MONTH_YEAR.search(text):
-            year, month = int(match[2]), _MONTH_NAMES.index(match[1]) + 1
+            year, month = int(match[2]), _month(match[1])
             return (datetime(year, month, 1, tzinfo=UTC),
                     datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC))
     except (ValueError, OverflowError):  # 31 February, year 0
         return None
     return None
+
+
+def named_day(query: str) -> tuple[int, int] | None:
+    """The ``(month, day)`` the query names without a year ("on Aug 15th"), or ``None``
+    (also for a day no month has)."""
+    text = query.casefold()
+    if match := _DAY_MONTH_ALONE.search(text):
+        name, month, day = match[2], _month(match[2]), int(match[1])
+    elif match := _MONTH_DAY_ALONE.search(text):
+        name, month, day = match[1], _month(match[1]), int(match[2])
+    else:
+        return None
+    if name == "may" and "May" not in query:  # "you may 2x it" names no day
+        return None
+    try:
+        datetime(2000, month, day)  # a leap year: 29 February is a day
+    except ValueError:
+        return None
+    return month, day
 
 
 # A capitalised month after a word that makes it a time ("in May", not "this may"),
@@ -145,6 +181,19 @@ def named_month(query: str) -> int | None:
     """The month (1-12) the query names without a year, or ``None``."""
     match = _MONTH_ALONE.search(query)
     return None if match is None else _MONTH_NAMES.index(match[1].casefold()) + 1
+
+
+def favour_day(hits: Sequence[Hit], day: tuple[int, int], weight: float) -> list[Hit]:
+    """Raise the hits whose memory became true on ``(month, day)`` of any year, give or
+    take one day; best first."""
+    def on_day(record: Record) -> bool:
+        when = to_datetime(record.valid_from or record.created_at)
+        return any(_same_day(when + timedelta(days=shift), day) for shift in (-1, 0, 1))
+    return _raise(hits, weight, on_day)
+
+
+def _same_day(when: datetime, day: tuple[int, int]) -> bool:
+    return (when.month, when.day) == day
 
 
 def favour_month(hits: Sequence[Hit], month: int, weight: float) -> list[Hit]:
