@@ -10,11 +10,14 @@ the held-out one; the held-out scores pooled over the questions say what a conve
 not used to choose the settings can expect. The setting with the best pooled R@10 on
 every dev conversation is what the defaults should be: the script says whether they are.
 It also reports the defaults' R@10 per dev conversation (target ≥ 78 each) and the
-observations mode with the defaults (target ≥ 70). Paper-style R@10 throughout: all
-categories, a question without evidence counts as found.
+observations mode (the dataset's fact-like summaries: target ≥ 70), with the defaults and
+with every setting of the grid, so that a choice made on turns shows what it does to
+short fact-like memories. Paper-style R@10 throughout: all categories, a question
+without evidence counts as found.
 
 The data is read in place (non-commercial: never copied into the repository).
-Results: bench/results/loo.json. About 5 minutes on the 2 shared cores at load 4, 8 at load 8-9.
+Results: bench/results/loo.json. About 6.5 minutes on the 2 shared cores at load 6-8
+(the observations grid included; 5 at load 4 without it).
 """
 
 from __future__ import annotations
@@ -59,8 +62,12 @@ def main() -> None:
     default_label = _default_label()
     on_all = max(cv["settings"], key=lambda label: cv["settings"][label]["pooled"])
     held_out = {f["held_out"]: f["held_out_recall"] for f in cv["folds"]}
-    observations = run_locomo(args.data, mode="observations", search="hybrid")
+    observations = run_locomo(args.data, mode="observations", search="hybrid",
+                              cross_validation=True)
     obs = observations["runs"]["hybrid"]
+    obs_settings = {label: row["pooled"]
+                    for label, row in observations["cross_validation"]["settings"].items()}
+    obs_best = max(obs_settings, key=lambda label: obs_settings[label])
 
     print(format_cross_validation(cv))
     print()
@@ -69,6 +76,10 @@ def main() -> None:
                 [[c, questions[c], round(per_default[c], 1),
                   next(f["chosen"] for f in cv["folds"] if f["held_out"] == c),
                   round(held_out[c], 1)] for c in conversations]))
+    print()
+    print(table(["setting", "turns R@10", "observations R@10"],
+                [[label, round(row["pooled"], 1), round(obs_settings[label], 1)]
+                 for label, row in cv["settings"].items()]))
     summary = {
         "defaults": default_label,
         "chosen_on_every_dev_conversation": on_all,
@@ -81,6 +92,8 @@ def main() -> None:
         "observations_r10_pooled": obs["paper_overall"]["recall"][K],
         "observations_r10_per_conversation": {c: v["recall"][K]
                                               for c, v in obs["conversations"].items()},
+        "observations_best_setting": obs_best,
+        "observations_best_r10_pooled": obs_settings[obs_best],
     }
     print()
     for key, value in summary.items():
