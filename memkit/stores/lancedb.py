@@ -26,8 +26,10 @@ run in a worker thread. Writes hold the store's lock (see docs/backends.md).
 from __future__ import annotations
 
 import builtins
+import contextlib
 import copy
 import json
+import os
 import re
 import threading
 import time
@@ -38,6 +40,7 @@ from typing import Any, ClassVar
 from memkit._errors import ConfigError, VectorStoreError
 from memkit._filters import Filter, Scalar
 from memkit._imports import require
+from memkit.history._locks import EVERY_KEY, FileLocks
 from memkit.stores._generations import next_generation
 from memkit.stores._typed import Dialect, slots, translate
 from memkit.stores.base import (
@@ -132,12 +135,22 @@ class LanceDBStore(VectorStore):
         deadline, wait = time.monotonic() + self.CREATE_WAIT, 0.05
         while True:
             try:
-                return self._open_or_create(dimension, model)
+                with self._creating():
+                    return self._open_or_create(dimension, model)
             except VectorStoreError as exc:
                 if not _being_created(exc) or time.monotonic() + wait > deadline:
                     raise
             time.sleep(wait)
             wait = min(wait * 2, 1.0)
+
+    def _creating(self) -> contextlib.AbstractContextManager[None]:
+        """In a local folder, one opener at a time in any process: two creations of one
+        table both commit in Lance (the later an ``Overwrite`` of the earlier, even after
+        rows were added), and their keyword indexes conflict. Object storage has no such
+        lock; there a creation met meanwhile is looked at again (``_open_table``)."""
+        if "://" in self.path:
+            return contextlib.nullcontext()
+        return FileLocks(os.path.join(self.path, ".memkit")).hold(self.collection_name, EVERY_KEY)
 
     def _open_or_create(self, dimension: int, model: str) -> None:
         name = self.collection_name

@@ -1,11 +1,14 @@
 """LanceDB: an open that meets another process's table creation waits for it."""
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memkit._errors import VectorStoreError
+from memkit.stores.base import Record
 
 pytest.importorskip("lancedb")
 
@@ -68,3 +71,35 @@ def test_an_open_raises_other_errors_at_once(store: Any) -> None:
     with pytest.raises(VectorStoreError, match="disk full"):
         lance.open(4, "m")
     assert clock.now == 0
+
+
+def test_a_second_opener_waits_while_the_first_creates_the_table(tmp_path: Any) -> None:
+    """Two creations of one table both commit in Lance (the later overwrites the earlier,
+    and their keyword indexes conflict): seen as errors and lost rows with 4 processes.
+    In a folder, an opener looks for the table only once no other is creating it."""
+    path = str(tmp_path / "lance")
+    first, second = (module.LanceDBStore(path, collection_name="memkit") for _ in range(2))
+    looked, threads = threading.Event(), []
+    real_names, real_create = second._db.table_names, first._db.create_table
+
+    def names(*args: Any, **kwargs: Any) -> Any:
+        looked.set()
+        return real_names(*args, **kwargs)
+
+    def create(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.Thread(target=second.open, args=(4, "m")))
+        threads[0].start()
+        # without the lock the second opener looks at once; with it, never while we create
+        looked_meanwhile.append(looked.wait(timeout=1.0))
+        return real_create(*args, **kwargs)
+
+    looked_meanwhile: list[bool] = []
+    second._db.table_names, first._db.create_table = names, create
+    first.open(4, "m")
+    threads[0].join()
+    assert looked_meanwhile == [False]
+    record = Record(id="a", memory="a fact", hash="h", created_at="2024-01-01T00:00:00+00:00",
+                    updated_at="2024-01-01T00:00:00+00:00", user_id="u",
+                    vector=np.ones(4, dtype=np.float32))
+    first.insert([record])
+    assert second.get("a") is not None  # one table, seen by both
