@@ -13,7 +13,7 @@ import memkit
 from memkit import AsyncMemory
 from memkit.server._auth import load_keys
 from memkit.server._errors import install_error_handlers
-from memkit.server._events import Broadcaster
+from memkit.server._events import Streams
 from memkit.server._graph_routes import graph_router, relations_router
 from memkit.server._lifecycle_routes import lifecycle_router
 from memkit.server._limits import BodySizeLimit, BrowserGuard
@@ -48,7 +48,7 @@ def create_app(
         memory_config = {k: v for k, v in (config or {}).items() if k not in ("server", "mcp")}
         memory = AsyncMemory(memory_config)
     mem = memory
-    feed = Broadcaster()
+    feed = Streams()
     scheduler = Scheduler(upkeep, mem)
 
     @asynccontextmanager

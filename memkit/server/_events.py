@@ -65,8 +65,9 @@ class ChangeEvent:
                 f"data: {json.dumps(data | (self.details or {}))}\n\n")
 
 
-class Broadcaster:
-    """The streams of this process, which :meth:`close` ends (server shutdown)."""
+class Streams:
+    """This process's change streams (each reads the history), which :meth:`close` ends
+    (server shutdown)."""
 
     def __init__(self) -> None:
         self._closing: set[asyncio.Event] = set()

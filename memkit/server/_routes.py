@@ -25,7 +25,7 @@ from memkit import (
 from memkit._net import is_loopback
 from memkit.server._auth import LOCAL_GRANT, Grant, ScopeForbidden, find_grant, scope_for
 from memkit.server._errors import ERROR_RESPONSES, AuthError
-from memkit.server._events import Broadcaster
+from memkit.server._events import Streams
 from memkit.server._schemas import (
     ENTITY_FILTER,
     AddBody,
@@ -89,13 +89,13 @@ async def _memory(request: Request) -> AsyncMemory:
     return memory
 
 
-async def _feed(request: Request) -> Broadcaster:
-    feed: Broadcaster = request.app.state.events
+async def _feed(request: Request) -> Streams:
+    feed: Streams = request.app.state.events
     return feed
 
 
 Mem = Annotated[AsyncMemory, Depends(_memory)]
-Feed = Annotated[Broadcaster, Depends(_feed)]
+Feed = Annotated[Streams, Depends(_feed)]
 
 
 async def visible(mem: AsyncMemory, grant: Grant, memory_id: str,

@@ -121,13 +121,16 @@ def test_feed_across_workers_on_sqlite(tmp_path: Path) -> None:
         "embedder": {"provider": "hash"}})
 
 
+def _on_postgres(dsn: str, name: str) -> dict[str, Any]:
+    """A config with the memories and their history in PostgreSQL, as collection ``name``."""
+    return {"vector_store": {"provider": "pgvector",
+                             "config": {"dsn": dsn, "collection_name": name}},
+            "history": {"provider": "postgres", "config": {"dsn": dsn, "table": f"{name}_h"}},
+            "embedder": {"provider": "hash"}}
+
+
 def test_feed_across_workers_on_pgvector(pg_dsn: str) -> None:
-    name = unique_name("feed")
-    _feed_across_workers_and_a_script({
-        "vector_store": {"provider": "pgvector",
-                         "config": {"dsn": pg_dsn, "collection_name": name}},
-        "history": {"provider": "postgres", "config": {"dsn": pg_dsn, "table": f"{name}_h"}},
-        "embedder": {"provider": "hash"}})
+    _feed_across_workers_and_a_script(_on_postgres(pg_dsn, unique_name("feed")))
 
 
 def _post(server: Workers, key: str, worker: str, path: str, body: dict[str, Any]) -> Any:
@@ -215,10 +218,6 @@ def test_entities_and_consolidations_across_workers_on_sqlite(tmp_path: Path) ->
 
 def test_entities_and_consolidations_across_workers_on_postgres(pg_dsn: str) -> None:
     name = unique_name("feedg")
-    _entities_and_consolidations_across_workers({
-        "vector_store": {"provider": "pgvector",
-                         "config": {"dsn": pg_dsn, "collection_name": name}},
-        "history": {"provider": "postgres", "config": {"dsn": pg_dsn, "table": f"{name}_h"}},
+    _entities_and_consolidations_across_workers(_on_postgres(pg_dsn, name) | {
         "graph_store": {"provider": "postgres",
-                        "config": {"dsn": pg_dsn, "graph_name": f"{name}_g"}},
-        "embedder": {"provider": "hash"}})
+                        "config": {"dsn": pg_dsn, "graph_name": f"{name}_g"}}})
