@@ -58,7 +58,9 @@ class HistoryStore(ABC):
     @abstractmethod
     def forget(self, memory_ids: Sequence[str]) -> None:
         """Delete the records of ``memory_ids`` (their ``PURGE`` records stay: they hold no
-        text) and the logged searches that returned any of them."""
+        text), the ``CONSOLIDATE`` records that name any of them (which memory merged into
+        which tells what a forgotten memory said) and the logged searches that returned any
+        of them."""
 
     @abstractmethod
     def discard(self, event_ids: Sequence[str]) -> None:

@@ -238,6 +238,10 @@ class PostgresHistory(PoolOwner, HistoryStore):
         ids = {"ids": list(memory_ids)}
         yield Statement(sql.SQL("DELETE FROM {t} WHERE memory_id = ANY(%(ids)s)"
                                 " AND event <> 'PURGE'").format(t=self._table), ids)
+        yield Statement(sql.SQL(
+            "DELETE FROM {t} WHERE event = 'CONSOLIDATE' AND EXISTS (SELECT 1 FROM"
+            " unnest(%(ids)s::text[]) AS f(id) WHERE strpos(new_value, '\"' || f.id || '\"') > 0)"
+        ).format(t=self._table), ids)
         yield Statement(sql.SQL("DELETE FROM {t} WHERE result_ids::jsonb ?| %(ids)s").format(
             t=sql.Identifier(f"{self.table}_searches")), ids)
 

@@ -283,6 +283,9 @@ class SQLiteHistory(HistoryStore):
         with self._db.write() as conn:
             conn.execute(f'DELETE FROM "{self._table}" WHERE memory_id IN'
                          " (SELECT value FROM json_each(?)) AND event <> 'PURGE'", (listed,))
+            conn.execute(f'DELETE FROM "{self._table}" WHERE event = \'CONSOLIDATE\' AND EXISTS'
+                         " (SELECT 1 FROM json_each(?) AS f"
+                         " WHERE instr(new_value, '\"' || f.value || '\"') > 0)", (listed,))
             conn.execute(
                 f'DELETE FROM "{self._table}_searches" WHERE EXISTS (SELECT 1 FROM'
                 " json_each(result_ids) AS r WHERE r.value IN (SELECT value FROM json_each(?)))",

@@ -214,3 +214,49 @@ def test_the_sync_watch_follows_another_writer(tmp_path: Path) -> None:
     finally:
         watching.close()
         writing.close()
+
+
+def _forgets_what_named_a_forgotten_memory(m: Memory) -> None:
+    """A hard delete takes out the history rows that tell of the memory: its own, the
+    consolidation that merged it (which memory merged into which tells what it said) and
+    the entity it alone named; another scope's consolidation stays."""
+    lunch = m.add("Lunch at Acme", user_id="alice", infer=False, entities=["Acme"]).results[0]
+    for user in ("alice", "bob"):
+        for text in ("User plays chess", "user plays chess!"):
+            m.add(text, user_id=user, infer=False)
+        m.consolidate(user_id=user, dry_run=False)
+    assert [c.event for c in m.changes(user_id="alice")].count("CONSOLIDATE") == 1
+    kept = next(c.memory_id for c in m.changes(user_id="alice") if c.event == "ADD"
+                and c.new_value == "User plays chess")
+    m.delete(kept, hard=True)
+    m.delete(lunch.id, hard=True)
+    assert [c.event for c in m.changes(user_id="alice")] == ["PURGE", "PURGE", "PURGE"]
+    assert [c.event for c in m.changes(user_id="bob")] == ["ADD", "ADD", "DELETE", "CONSOLIDATE"]
+
+
+def test_a_hard_delete_forgets_the_consolidations_and_entities_that_named_it_on_sqlite(
+    tmp_path: Path,
+) -> None:
+    from memkit.stores.sqlite import SQLiteStore
+
+    store = SQLiteStore(str(tmp_path / "m.db"))
+    with Memory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=store,
+                graph_store=store.graph()) as m:
+        _forgets_what_named_a_forgotten_memory(m)
+
+
+def test_a_hard_delete_forgets_the_consolidations_and_entities_that_named_it_on_postgres(
+    pg_dsn: str,
+) -> None:
+    from memkit.graph.postgres import PostgresGraph
+    from memkit.history.postgres import PostgresHistory
+    from memkit.stores.pgvector import PgVectorStore
+
+    name = unique_name("forget")
+    store = PgVectorStore(pg_dsn, collection_name=name)
+    history = PostgresHistory(pg_dsn, table=f"{name}_h")
+    graph = PostgresGraph(pg_dsn, graph_name=f"{name}_g")
+    with Memory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=store,
+                history=history, graph_store=graph) as m:
+        _forgets_what_named_a_forgotten_memory(m)
+        m.reset()

@@ -3,8 +3,9 @@ the records.
 
 A purge (and a hard delete, the purge of one version chain) removes the texts everywhere
 memkit wrote them: the records (past versions too, and so the keyword index), their
-history rows, the logged searches that returned them, and in the graph their ids on the
-relations, the relations they alone supported and the entities left with no relation.
+history rows and the ``CONSOLIDATE`` rows that name them, the logged searches that
+returned them, and in the graph their ids on the relations, the relations they alone
+supported and the entities left with no relation.
 Purging a whole scope (no filter) also deletes that scope's graph, history and search
 log outright. What was purged leaves one ``PURGE`` history row per record, holding no
 text: an audit sees what went, when, and by whom (``actor_id``). The derived data goes first and the records
