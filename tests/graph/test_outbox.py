@@ -188,3 +188,29 @@ def test_the_memory_repair_tool_writes_the_owed_work(memory: Any, graph_loop: An
                 else tools.call("memory_repair", {}))
     assert repaired == {"repaired": 1}
     assert [r.target for r in _relations(m, "Alice")] == ["Acme"]
+
+
+def test_work_left_for_a_graph_waits_while_a_joined_graph_is_configured(tmp_path: Any) -> None:
+    """Pending work is owed to its graph: a memory whose graph shares the store's file
+    leaves it alone, and the first memory configured with that graph again writes it."""
+    store = SQLiteStore(str(tmp_path / "memkit.db"))
+    graph = FlakyGraph(str(tmp_path / "graph.db"))
+    llm = ScriptedLLM([extraction(["Alice works at Acme"], [rel("Alice", "works at", "Acme")])])
+    with Memory(llm=llm, embedder=HashEmbedder(), vector_store=store, graph_store=graph) as m:
+        m.get_all(user_id="u")
+        graph.fail_after(0)
+        with pytest.raises(StoreError):
+            m.add("Alice works at Acme", user_id="u")
+    store = SQLiteStore(str(tmp_path / "memkit.db"))
+    with Memory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=store,
+                graph_store=store.graph()) as joined:
+        joined.add("Bob drinks tea", user_id="u", infer=False)
+        assert joined.repair() == 0
+        assert sorted(i.memory for i in joined.get_all(user_id="u").results) == [
+            "Alice works at Acme", "Bob drinks tea"]
+        assert len(store.history().get(OUTBOX)) == 1
+    store = SQLiteStore(str(tmp_path / "memkit.db"))
+    with Memory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=store,
+                graph_store=SQLiteGraph(str(tmp_path / "graph.db"))) as m:
+        assert [r.target for r in m.get_entity_graph("Alice", user_id="u").relations] == ["Acme"]
+        assert store.history().get(OUTBOX) == []
