@@ -14,6 +14,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from typing import Any
@@ -49,6 +50,23 @@ def check_identifier(name: str, what: str) -> str:
     return name
 
 
+def _write_ahead(conn: sqlite3.Connection) -> None:
+    """Put the file in WAL mode. Two connections switching a new file at once both read it,
+    then each needs it alone: SQLite answers one of them "database is locked" at once (the
+    busy timeout would deadlock), so that one tries again, up to the busy timeout, and
+    then finds the file switched."""
+    deadline, wait = time.monotonic() + BUSY_TIMEOUT_SECONDS, 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + wait > deadline:
+                raise
+        time.sleep(wait)
+        wait = min(wait * 2, 0.1)
+
+
 class SQLiteConnection:
     """One connection shared by threads behind a re-entrant lock, with explicit transactions.
 
@@ -73,7 +91,7 @@ class SQLiteConnection:
         )
         self.conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
         if path != ":memory:":
-            self.conn.execute("PRAGMA journal_mode = WAL")
+            _write_ahead(self.conn)
             self.conn.execute("PRAGMA synchronous = NORMAL")
         self.conn.execute("PRAGMA foreign_keys = ON")
         # what a write deletes or replaces is overwritten with zeros, not left in free space

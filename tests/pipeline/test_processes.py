@@ -282,3 +282,34 @@ def test_a_pgvector_open_that_must_create_an_index_waits_for_writers_by_retrying
     for closing in (first, second):
         closing.close()
     drop_pg(shared)
+
+
+# -- a SQLite history opened by several processes at once ------------------------------
+
+
+def test_a_history_file_opened_by_several_processes_at_once_opens_in_each(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Openers of a new file each switch it to WAL; when two switch at once SQLite answers
+    one "database is locked" without waiting (waiting would deadlock): seen as the
+    processes test's error. Here the first two switches meet another opener's."""
+    import sqlite3
+
+    from memkit.history.sqlite import SQLiteHistory
+
+    busy = {"left": 2}
+
+    class Meeting(sqlite3.Connection):
+        def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+            if "journal_mode" in sql and busy["left"] > 0:
+                busy["left"] -= 1
+                raise sqlite3.OperationalError("database is locked")
+            return super().execute(sql, *args)
+
+    real = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect",
+                        lambda *a, **k: real(*a, **{**k, "factory": Meeting}))
+    history = SQLiteHistory(os.fspath(tmp_path / "history.db"))
+    assert busy["left"] == 0
+    assert history._db.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    history.close()
