@@ -135,19 +135,29 @@ def products(rows: npt.NDArray[np.float32], query: Vector) -> npt.NDArray[np.flo
     """The dot product of each of ``rows`` with ``query``, on the calling thread.
 
     ``rows @ query`` hands a matrix-vector product to BLAS, whose threads spin on a busy
-    machine: at 10k x 384 it took about 7x the CPU time of einsum's own loop (4.7 ms
-    against 0.65 ms) and 7x the wall time at load 5."""
-    sims: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, np.asarray(query, np.float32))
+    machine: at 10k x 384 it took about 7x the CPU time of a loop on the calling thread
+    (4.7 ms against 0.65 ms) and 7x the wall time at load 5. As a stack of one-row
+    products, NumPy takes each row's dot product on this thread with BLAS's vector kernel:
+    0.34 ms at 10k x 384 against 0.59 for ``einsum``'s own loop; a row's score does not
+    depend on the rows beside it."""
+    column = np.asarray(query, np.float32)[:, None]
+    sims: npt.NDArray[np.float32] = np.matmul(rows[:, None, :], column)[:, 0, 0]
     return sims
 
 
 def top_positions(sims: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
-    """The positions of the ``k`` highest of ``sims``, highest first."""
+    """The positions of the ``k`` highest of ``sims``, highest first; of equal scores the
+    first positions. The ``k``-th highest score is found by a partition of the values,
+    cheaper than one of their positions (0.09 against 0.15 ms for 256 of 10,000)."""
     k = min(k, len(sims))
     if k <= 0:
         return np.empty(0, np.intp)
-    best = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
-    return best[np.argsort(-sims[best], kind="stable")]
+    if k < len(sims):
+        cut = len(sims) - k
+        best = np.flatnonzero(sims >= np.partition(sims, cut)[cut])
+    else:
+        best = np.arange(len(sims))
+    return best[np.argsort(-sims[best], kind="stable")][:k]
 
 
 def unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

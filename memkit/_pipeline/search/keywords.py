@@ -93,18 +93,16 @@ def distinctive(terms: Sequence[str], texts: Sequence[str], share: float) -> lis
     """
     if share >= 1 or len(texts) < MIN_SAMPLE:
         return list(terms)
-    lowered = [text.lower() for text in texts]
+    words = [_words(text) for text in texts]
     limit = share * len(texts)
-    # a text's words are split only if it holds a term
-    return [t for t in terms
-            if sum(t in text and t in _words(text) for text in lowered) <= limit]
+    return [t for t in terms if sum(t in held for held in words) <= limit]
 
 
 @functools.lru_cache(maxsize=1 << 14)
-def _words(lowered: str) -> frozenset[str]:
-    """The words of a lower-cased text; cached: one scope's searches meet the same
+def _words(text: str) -> frozenset[str]:
+    """The lower-cased words of a text; cached: one scope's searches meet the same
     memories again and again."""
-    return frozenset(_WORD.findall(lowered))
+    return frozenset(_WORD.findall(text.lower()))
 
 
 def _expand(word: str, sentence_start: bool) -> list[str]:
