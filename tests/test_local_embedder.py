@@ -136,11 +136,15 @@ def test_the_int8_model_runs_fewer_nodes_and_gives_the_same_vectors(
     embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Each product takes its bias, each layer's query, key and value products run as one
-    node, its keys are turned by one Transpose, its softmax is not checked for NaN: every
-    vector is the one the export's nodes give, to the bit, alone and in a batch."""
+    node, its keys are turned by one Transpose, its softmax is not checked for NaN, and
+    then each layer's attention runs as one MultiHeadAttention: every vector is the one
+    the export's nodes give, to the bit, alone and in a batch."""
     assert PACKAGED is not None
     merged = _model_class()()
     merged.ParseFromString(dynamic_int8(PACKAGED.model.read_bytes())[0])
+    monkeypatch.setattr(_int8, "_fuse_attention", lambda graph: None)
+    unfused = _model_class()()
+    unfused.ParseFromString(dynamic_int8(PACKAGED.model.read_bytes())[0])
     monkeypatch.setattr(_int8, "_fold_biases", lambda graph: None)
     monkeypatch.setattr(_int8, "_merge_projections", lambda graph: None)
     monkeypatch.setattr(_int8, "_transpose_keys_once", lambda graph: None)
@@ -148,13 +152,16 @@ def test_the_int8_model_runs_fewer_nodes_and_gives_the_same_vectors(
     separate = local._build(PACKAGED, 1)
     texts = [text for text in SENTENCES if text]
     products = [n for n in merged.graph.node if n.op_type == "DynamicQuantizeMatMul"]
-    perms = [list(a.ints) for n in merged.graph.node if n.op_type == "Transpose"
+    perms = [list(a.ints) for n in unfused.graph.node if n.op_type == "Transpose"
              for a in n.attribute if a.name == "perm"]
+    attention = [n for n in merged.graph.node if n.op_type == "MultiHeadAttention"]
 
     assert sum(n.op_type == "Split" for n in merged.graph.node) == 6  # one per layer
     assert len(products) == 24 and all(len(n.input) == 5 for n in products)  # with a bias
     assert perms.count([0, 2, 3, 1]) == 6 and [0, 2, 1] not in perms
-    assert not any(n.op_type == "IsNaN" for n in merged.graph.node)
+    assert not any(n.op_type == "IsNaN" for n in unfused.graph.node)
+    assert len(attention) == 6 and all(n.domain == "com.microsoft" for n in attention)
+    assert not any(n.op_type in ("Softmax", "Transpose", "MatMul") for n in merged.graph.node)
     for batch in ([[text] for text in texts], [texts]):
         for part in batch:
             np.testing.assert_array_equal(
@@ -197,6 +204,59 @@ def test_keys_are_turned_by_one_transpose_only_where_the_shapes_turn_them() -> N
     [node] = turned.node
     assert (node.op_type, list(node.input), list(node.output)) == ("Transpose", ["x"], ["keys_t"])
     assert [list(a.ints) for a in node.attribute] == [[0, 2, 3, 1]]
+    assert kept.SerializeToString() == as_it_was
+
+
+def attention_layer(joined: tuple[str, ...]) -> Any:
+    """One attention layer as the export writes it, over ``qkv`` (``[B, S, 12]``: Q, K and V
+    of 2 heads of 2, B and S those of the input ``ids``), the heads joined by the shape
+    ``joined``."""
+    graph = _model_class()().graph
+    graph.input.add(name="ids")
+    for name, kind, values in (("c", 1, np.array(0.5, "<f4")), ("sizes", 7, np.array([4] * 3)),
+                               ("all", 7, np.array([-1])), ("head", 7, np.array([2]))):
+        graph.initializer.add(name=name, data_type=kind, dims=list(values.shape),
+                              raw_data=values.astype("<f4" if kind == 1 else "<i8").tobytes())
+    graph.node.add(op_type="Split", input=["qkv", "sizes"], output=["q", "k", "v"]).attribute.add(
+        name="axis", i=-1, type=2)
+    for name, start in (("b", 0), ("s", 1)):
+        shape = graph.node.add(op_type="Shape", input=["ids"], output=[name])
+        shape.attribute.add(name="start", i=start, type=2)
+        shape.attribute.add(name="end", i=start + 1, type=2)
+    for name, parts in (("split", ["b", "s", "all", "head"]), ("joined", list(joined))):
+        graph.node.add(op_type="Concat", input=parts, output=[name]).attribute.add(
+            name="axis", i=0, type=2)
+    for x, perm in (("q", [0, 2, 1, 3]), ("k", [0, 2, 3, 1]), ("v", [0, 2, 1, 3])):
+        graph.node.add(op_type="Reshape", input=[x, "split"], output=[f"{x}_heads"])
+        graph.node.add(op_type="Transpose", input=[f"{x}_heads"], output=[f"{x}_t"]).attribute.add(
+            name="perm", ints=perm, type=7)
+        graph.node.add(op_type="Mul", input=[f"{x}_t", "c"], output=[f"{x}_s"])
+    graph.node.add(op_type="MatMul", input=["q_s", "k_s"], output=["scores"])
+    graph.node.add(op_type="Add", input=["scores", "mask"], output=["masked"])
+    graph.node.add(op_type="Softmax", input=["masked"], output=["p"]).attribute.add(
+        name="axis", i=-1, type=2)
+    graph.node.add(op_type="MatMul", input=["p", "v_t"], output=["heads"])
+    graph.node.add(op_type="Transpose", input=["heads"], output=["heads_t"]).attribute.add(
+        name="perm", ints=[0, 2, 1, 3], type=7)
+    graph.node.add(op_type="Reshape", input=["heads_t", "joined"], output=["out"])
+    graph.output.add(name="out")
+    return graph
+
+
+def test_only_an_attention_layer_of_the_inputs_shape_becomes_one_node() -> None:
+    fused, kept = attention_layer(("b", "s", "all")), attention_layer(("s", "b", "all"))
+    as_it_was = kept.SerializeToString()
+
+    _int8._fuse_attention(fused)
+    _int8._fuse_attention(kept)
+
+    assert [(n.op_type, list(n.input)) for n in fused.node] == [
+        ("Split", ["qkv", "sizes"]), ("Mul", ["q", "c"]), ("Mul", ["k", "c"]),
+        ("MultiHeadAttention", ["out__memkit_attention_query", "out__memkit_attention_key", "v",
+                                "", "", "mask"])]
+    [attention] = [n for n in fused.node if n.op_type == "MultiHeadAttention"]
+    assert (attention.domain, list(attention.output)) == ("com.microsoft", ["out"])
+    assert {a.name: a.i or a.f for a in attention.attribute} == {"num_heads": 2, "scale": 1.0}
     assert kept.SerializeToString() == as_it_was
 
 
