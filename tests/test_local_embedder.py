@@ -311,6 +311,42 @@ def test_one_scale_for_the_whole_matrix_becomes_one_per_column() -> None:
     assert [(o.domain, o.version) for o in result.opset_import] == [("com.microsoft", 1)]
 
 
+def test_an_onnxruntime_that_cannot_run_the_fused_attention_gets_the_unfused_int8_graph(
+    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """onnxruntime 1.18 and 1.19 load the fused attention but refuse the export's mask when
+    it runs: the first run tells, and the int8 graph without the fusion is used (the
+    same vectors); no user's embedding fails."""
+    import onnxruntime
+
+    assert PACKAGED is not None
+    real = onnxruntime.InferenceSession
+    built: list[bool] = []
+
+    class Refusing:
+        def __init__(self, model: bytes, **options: Any) -> None:
+            self.session, self.fused = real(model, **options), b"MultiHeadAttention" in model
+            built.append(self.fused)
+
+        def run(self, *args: Any) -> Any:
+            if self.fused:
+                raise RuntimeError("Input 'relative_position_bias' dimension 1 should be "
+                                   "same as number of heads, got 1")
+            return self.session.run(*args)
+
+        def get_inputs(self) -> Any:
+            return self.session.get_inputs()
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", Refusing)
+    texts = [text for text in SENTENCES if text]
+
+    runtime = local._build(PACKAGED, 1)
+
+    assert built == [True, False] and runtime.alone  # the int8 path, unfused
+    vectors = normalise(runtime.encode(texts, 32), len(texts), DIMENSION)
+    assert np.array_equal(vectors, embedder.embed(texts))
+
+
 def unreadable(model: bytes) -> tuple[bytes, int]:
     raise AttributeError("module 'google.protobuf.message_factory' has no attribute ...")
 

@@ -120,10 +120,12 @@ def _model_class() -> Any:
     return message_factory.MessageFactory(pool).GetPrototype(model)
 
 
-def dynamic_int8(model: bytes) -> tuple[bytes, int]:
+def dynamic_int8(model: bytes, *, attention: bool = True) -> tuple[bytes, int]:
     """``model`` with each ``MatMul(x, Cast(int8 weight) * scale)`` as a
     ``DynamicQuantizeMatMul`` on the int8 weight, and how many were rewritten (0: the
-    model comes back unchanged, e.g. a float export a user supplied)."""
+    model comes back unchanged, e.g. a float export a user supplied). ``attention``:
+    each layer's attention also as one ``MultiHeadAttention`` (onnxruntime 1.20 or
+    newer runs it with the export's mask; 1.18 and 1.19 refuse that mask when run)."""
     proto = _model_class()()
     proto.ParseFromString(model)
     graph = proto.graph
@@ -153,7 +155,8 @@ def dynamic_int8(model: bytes) -> tuple[bytes, int]:
     _merge_projections(graph)
     _transpose_keys_once(graph)
     _drop_nan_guards(graph)
-    _fuse_attention(graph)
+    if attention:
+        _fuse_attention(graph)
     return proto.SerializeToString(), rewritten
 
 

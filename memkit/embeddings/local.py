@@ -339,21 +339,35 @@ if hasattr(os, "register_at_fork"):
 def _session(ort: Any, model: bytes, threads: int) -> tuple[Any, bool]:
     """The model with its int8 weights multiplied as int8 (:mod:`._int8`) on one thread a
     run, and True: its texts then run one at a time, ``threads`` at once (a short query
-    took 1.6 ms on one thread, 1.9 on two). As it is, on ``threads`` threads a run, and
-    False, when it has no int8 weights, or the rewrite fails (an older protobuf) or does
-    not run (an onnxruntime without the contrib op)."""
-    try:
-        fast, rewritten = dynamic_int8(model)
-    except Exception:  # e.g. a protobuf too old for the rewrite: the float path
-        fast, rewritten = model, 0
-    if rewritten:
+    took 1.6 ms on one thread, 1.9 on two); its attention fused when this onnxruntime runs
+    that (a first run of two tokens tells), else not. As it is, on ``threads`` threads a
+    run, and False, when it has no int8 weights, or the rewrite fails (an older protobuf)
+    or does not run (an onnxruntime without the contrib ops)."""
+    for attention in (True, False):
         try:
-            return ort.InferenceSession(fast, sess_options=_options(ort, 1),
-                                        providers=["CPUExecutionProvider"]), True
-        except Exception:  # an onnxruntime without the contrib op: the float path
-            pass
+            fast, rewritten = dynamic_int8(model, attention=attention)
+        except Exception:  # e.g. a protobuf too old for the rewrite: the float path
+            break
+        if not rewritten:
+            break
+        try:
+            session = ort.InferenceSession(fast, sess_options=_options(ort, 1),
+                                           providers=["CPUExecutionProvider"])
+            _first_run(session)
+            return session, True
+        except Exception:  # onnxruntime 1.18-1.19 and the fused attention, or no contrib op
+            continue
     return ort.InferenceSession(model, sess_options=_options(ort, threads),
                                 providers=["CPUExecutionProvider"]), False
+
+
+def _first_run(session: Any) -> None:
+    """One run of two tokens: an op onnxruntime loads but cannot run with these inputs
+    fails here, not in a user's first embedding."""
+    tokens = np.zeros((1, 2), dtype=np.int64)
+    feeds = {"input_ids": tokens, "attention_mask": np.ones_like(tokens),
+             "token_type_ids": tokens}
+    session.run(None, {i.name: feeds[i.name] for i in session.get_inputs() if i.name in feeds})
 
 
 def _options(ort: Any, threads: int) -> Any:
