@@ -42,9 +42,13 @@ def main() -> None:
         )
 
         def kickoff(task: str) -> str:
+            crew_memory = MemkitMemory(memory, user_id="alice", agent_id="chef", infer=False)
             crew = Crew(agents=[chef], tasks=[Task(description=task, expected_output="A short answer", agent=chef)],
-                        memory=MemkitMemory(memory, user_id="alice", agent_id="chef", infer=False))
-            return crew.kickoff().raw
+                        memory=crew_memory)
+            try:
+                return crew.kickoff().raw
+            finally:
+                crew_memory.close()  # CrewAI saves in threads of its own: wait for them
 
         print("[ai]", kickoff("Alice says: I'm vegetarian and allergic to peanuts. Note her diet."))
         print("memkit holds:", [m.memory.splitlines()[-1] for m in memory.get_all(user_id="alice").results])

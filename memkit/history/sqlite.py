@@ -100,6 +100,9 @@ class SQLiteConnection:
         self._owner: int | None = None  # the thread inside the shared connection's transaction
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
+        #: readers inside a snapshot: ``close`` leaves them to their thread, which closes
+        #: each as its snapshot ends (a connection closed under a running statement crashes)
+        self._busy: set[sqlite3.Connection] = set()
         self._readers_lock = threading.Lock()
         self.functions: dict[str, tuple[int, Any]] = {}
 
@@ -139,31 +142,41 @@ class SQLiteConnection:
             with self.read() as conn:
                 yield conn
             return
-        if self.closed:
-            raise sqlite3.ProgrammingError(f"the connection to {self.path} is closed")
         conn = self._reader()
-        conn.execute("BEGIN")
         try:
-            yield conn
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
         finally:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            with self._readers_lock:
+                self._busy.discard(conn)
+                if self.closed:  # closed meanwhile, by another thread: this one's to close
+                    conn.close()
 
     def _reader(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn
+        """This thread's reader, marked busy (raises once closed)."""
         with self._readers_lock:  # not self.lock: a writer may hold that for long
             if self.closed:
                 raise sqlite3.ProgrammingError(f"the connection to {self.path} is closed")
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None,
-                                   check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-            conn.execute("PRAGMA query_only = ON")
-            for name, (arity, function) in self.functions.items():
-                conn.create_function(name, arity, function, deterministic=True)
-            self._readers.append(conn)
-        self._local.conn = conn
+            conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = self._new_reader()
+                self._local.conn = conn
+            self._busy.add(conn)
+            return conn
+
+    def _new_reader(self) -> sqlite3.Connection:
+        """A read-only connection for one thread (call under ``_readers_lock``)."""
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+        conn.execute("PRAGMA query_only = ON")
+        for name, (arity, function) in self.functions.items():
+            conn.create_function(name, arity, function, deterministic=True)
+        self._readers.append(conn)
         return conn
 
     def checkpoint(self) -> None:
@@ -194,7 +207,8 @@ class SQLiteConnection:
                 self.closed = True
                 self.conn.close()
                 for conn in self._readers:
-                    conn.close()
+                    if conn not in self._busy:  # a busy one is closed as its snapshot ends
+                        conn.close()
                 self._readers.clear()
 
 
