@@ -14,18 +14,10 @@ from memkit._models import SearchResult
 from memkit._pipeline.effects import Embed, Flow, KeywordSearch, Search, ask
 from memkit._pipeline.features.lifecycle import Lifecycle, confidence_of, note_flow, rank
 from memkit._pipeline.inputs import bounded_words, query_of
-from memkit._pipeline.search.fusion import fuse
+from memkit._pipeline.search.fusion import fuse, in_reach
 from memkit._pipeline.search.keywords import distinctive, keyword_terms
 from memkit._pipeline.search.questions import lower_questions
-from memkit._pipeline.search.temporal import (
-    favour_dated,
-    favour_day,
-    favour_month,
-    favour_period,
-    named_day,
-    named_month,
-    named_period,
-)
+from memkit._pipeline.search.temporal import asks_when, favour_dated, named_time
 from memkit._time import to_iso, utcnow
 from memkit.stores.base import Hit, Vector
 
@@ -70,7 +62,8 @@ def search_flow(
         pool = max(pool, 2 * limit)
     vector_hits: list[Hit] = []
     keyword_hits: list[Hit] = []
-    period = named_period(query) if mode != "keyword" and settings.temporal_weight > 0 else None
+    weight = settings.temporal_weight if mode != "keyword" else 0.0
+    named = named_time(query) if weight > 0 else None
     if mode != "keyword":
         if vector is None:
             [vector] = yield from ask(Embed((query,), query=True))
@@ -90,17 +83,18 @@ def search_flow(
                     keyword_exponent=settings.keyword_exponent,
                     context_share=settings.context_share,
                     context_turns=settings.context_turns)
+        if not life.decay and min_confidence is None:  # else confidence reorders the pool
+            # the steps below lower a score by at most the penalty and raise it by at most
+            # the temporal weight a step: only hits within that of the first ``limit`` move
+            raised = weight * (asks_when(query) + (named is not None))
+            hits = in_reach(hits, limit, settings.question_penalty + raised)
     else:
         hits = vector_hits or keyword_hits
     if mode != "keyword":  # keyword scores are the store's own, not in [0, 1]
         hits = lower_questions(hits, settings.question_penalty)
-        hits = favour_dated(hits, query, settings.temporal_weight)
-        if period is not None:
-            hits = favour_period(hits, period, settings.temporal_weight)
-        elif settings.temporal_weight > 0 and (day := named_day(query)) is not None:
-            hits = favour_day(hits, day, settings.temporal_weight)
-        elif settings.temporal_weight > 0 and (month := named_month(query)) is not None:
-            hits = favour_month(hits, month, settings.temporal_weight)
+        hits = favour_dated(hits, query, weight)
+        if named is not None:
+            hits = named(hits, weight)
     ranked = rank(hits, life, when, min_confidence, threshold, limit)
     yield from note_flow([h.record for h, _ in ranked], when, life)
     return SearchResult(results=[

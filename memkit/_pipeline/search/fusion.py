@@ -55,6 +55,25 @@ def fuse(
     return [Hit(record, -negated) for negated, _, record in scored[:limit]]
 
 
+def in_reach(hits: Sequence[Hit], limit: int, spread: float) -> list[Hit]:
+    """The best-first ``hits`` that later steps could still bring into the first
+    ``limit``, when those steps lower a score by at most ``down`` and raise one by at
+    most ``up``, ``spread`` being ``down + up``: a hit more than that below the
+    ``limit``-th ends below each of the first ``limit``.
+
+        >>> record = Record(id="a", memory="", hash="", created_at="", updated_at="")
+        >>> [h.score for h in in_reach([Hit(record, s) for s in (.9, .8, .75, .7)], 2, .05)]
+        [0.9, 0.8, 0.75]
+    """
+    if len(hits) <= limit:
+        return list(hits)
+    floor = hits[limit - 1].score - spread - 1e-9  # rounding never drops a hit in reach
+    end = limit
+    while end < len(hits) and hits[end].score >= floor:
+        end += 1
+    return list(hits[:end])
+
+
 def _with_context(keyword: dict[str, float], records: Mapping[str, Record],
                   share: float, turns: int) -> dict[str, float]:
     """Each candidate's keyword score plus ``share`` of those of the turns up to ``turns``

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
+from itertools import repeat
 
 MONTHS = (
     "january", "february", "march", "april", "may", "june",
@@ -95,7 +96,7 @@ def distinctive(terms: Sequence[str], texts: Sequence[str], share: float) -> lis
         return list(terms)
     words = [_words(text) for text in texts]
     limit = share * len(texts)
-    return [t for t in terms if sum(t in held for held in words) <= limit]
+    return [t for t in terms if sum(map(frozenset.__contains__, words, repeat(t))) <= limit]
 
 
 @functools.lru_cache(maxsize=1 << 14)

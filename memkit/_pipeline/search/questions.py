@@ -33,11 +33,9 @@ def asks(text: str) -> bool:
 
 
 def lower_questions(hits: Sequence[Hit], penalty: float) -> list[Hit]:
-    """The hits, those whose memory :func:`asks` lowered by ``penalty`` (not below 0);
-    best first, ties by id."""
+    """The hits, those whose memory :func:`asks` lowered by ``penalty`` (not below 0), in
+    their order (the search ranks them once its steps are done)."""
     if penalty <= 0:
         return list(hits)
-    lowered = [Hit(h.record, max(0.0, h.score - penalty)) if asks(h.record.memory) else h
-               for h in hits]
-    lowered.sort(key=lambda h: (-h.score, h.record.id))
-    return lowered
+    return [Hit(h.record, max(0.0, h.score - penalty)) if asks(h.record.memory) else h
+            for h in hits]

@@ -86,19 +86,17 @@ def mentions_time(text: str) -> bool:
 
 
 def favour_dated(hits: Sequence[Hit], query: str, weight: float) -> list[Hit]:
-    """For a query that asks when, raise the hits whose text says when; best first."""
+    """For a query that asks when, raise the hits whose text says when."""
     if weight <= 0 or not asks_when(query):
         return list(hits)
     return _raise(hits, weight, lambda record: mentions_time(record.memory))
 
 
 def _raise(hits: Sequence[Hit], weight: float, chosen: Callable[[Record], bool]) -> list[Hit]:
-    """The hits, those whose record is ``chosen`` raised to ``s + weight * (1 - s)``; best
-    first."""
-    raised = [Hit(h.record, min(1.0, h.score + weight * (1.0 - h.score)))
-              if chosen(h.record) else h for h in hits]
-    raised.sort(key=lambda h: (-h.score, h.record.id))
-    return raised
+    """The hits, those whose record is ``chosen`` raised to ``s + weight * (1 - s)``, in
+    their order (the search ranks them once its steps are done)."""
+    return [Hit(h.record, min(1.0, h.score + weight * (1.0 - h.score)))
+            if chosen(h.record) else h for h in hits]
 
 
 _MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
@@ -185,7 +183,7 @@ def named_month(query: str) -> int | None:
 
 def favour_day(hits: Sequence[Hit], day: tuple[int, int], weight: float) -> list[Hit]:
     """Raise the hits whose memory became true on ``(month, day)`` of any year, give or
-    take one day; best first."""
+    take one day."""
     def on_day(record: Record) -> bool:
         when = to_datetime(record.valid_from or record.created_at)
         return any(_same_day(when + timedelta(days=shift), day) for shift in (-1, 0, 1))
@@ -197,13 +195,29 @@ def _same_day(when: datetime, day: tuple[int, int]) -> bool:
 
 
 def favour_month(hits: Sequence[Hit], month: int, weight: float) -> list[Hit]:
-    """Raise the hits whose memory became true in ``month`` (of any year); best first."""
+    """Raise the hits whose memory became true in ``month`` (of any year)."""
     return _raise(hits, weight,
                   lambda record: to_datetime(record.valid_from or record.created_at).month == month)
 
 
+Favour = Callable[[Sequence[Hit], float], list[Hit]]
+
+
+def named_time(query: str) -> Favour | None:
+    """How to favour the hits of the time the query names: the period it names with its
+    year (:func:`named_period`), else the day (:func:`named_day`) or the month
+    (:func:`named_month`) it names without one; ``None`` when it names none."""
+    if (period := named_period(query)) is not None:
+        return lambda hits, weight: favour_period(hits, period, weight)
+    if (day := named_day(query)) is not None:
+        return lambda hits, weight: favour_day(hits, day, weight)
+    if (month := named_month(query)) is not None:
+        return lambda hits, weight: favour_month(hits, month, weight)
+    return None
+
+
 def favour_period(hits: Sequence[Hit], period: Period, weight: float) -> list[Hit]:
-    """Raise the hits whose memory became true within ``period``; best first."""
+    """Raise the hits whose memory became true within ``period``."""
     start, end = period
     return _raise(hits, weight,
                   lambda record: start <= to_datetime(record.valid_from or record.created_at) < end)
