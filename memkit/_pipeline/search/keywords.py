@@ -103,7 +103,27 @@ def distinctive(terms: Sequence[str], texts: Sequence[str], share: float) -> lis
 def _words(text: str) -> frozenset[str]:
     """The lower-cased words of a text; cached: one scope's searches meet the same
     memories again and again."""
-    return frozenset(_WORD.findall(text.lower()))
+    words = ascii_words(text)
+    return frozenset(_WORD.findall(text.lower()) if words is None else words)
+
+
+#: ASCII letters lower-cased, every other byte but a digit made a space
+_ASCII_WORD_BYTES = bytes.maketrans(
+    bytes(range(128)),
+    bytes(c if chr(c).isdigit() or chr(c).islower() else c + 32 if chr(c).isupper() else 32
+          for c in range(128)))
+
+
+def ascii_words(text: str) -> list[str] | None:
+    """The lower-cased words (``[^\\W_]+``) of an ASCII text by one byte table, about a
+    quarter of the time of the pattern; None for any other text.
+
+        >>> ascii_words("Jon's job_hunt, 2nd try!")
+        ['jon', 's', 'job', 'hunt', '2nd', 'try']
+    """
+    if not text.isascii():
+        return None
+    return text.encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii").split()
 
 
 def _expand(word: str, sentence_start: bool) -> list[str]:

@@ -46,6 +46,7 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
+from memkit._pipeline.search.keywords import ascii_words
 from memkit._time import to_datetime
 from memkit.stores.base import Hit, Record
 
@@ -57,11 +58,16 @@ _WHEN = re.compile(
     re.IGNORECASE,
 )
 
-_UNIT = r"(?:year|month|week|weekend|day|night|morning|evening|afternoon|summer|winter|spring|fall|autumn|decade)"
-_DAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-_DAY_ABBREVIATIONS = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)"
-_MONTHS = (r"(?:january|february|march|april|may|june|july|august|september|october"
-           r"|november|december)")
+_UNITS = ("year", "month", "week", "weekend", "day", "night", "morning", "evening", "afternoon",
+          "summer", "winter", "spring", "fall", "autumn", "decade")
+_DAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_DAY_SHORT = ("mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun")
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
+                "september", "october", "november", "december")
+_UNIT = "(?:" + "|".join(_UNITS) + ")"
+_DAYS = "(?:" + "|".join(_DAY_NAMES) + ")"
+_DAY_ABBREVIATIONS = "(?:" + "|".join(_DAY_SHORT) + ")"
+_MONTHS = "(?:" + "|".join(_MONTH_NAMES) + ")"
 _TIME = re.compile(
     r"\b(?:yesterday|today|tonight|tomorrow|ago)\b"
     rf"|\b(?:last|next|this|past|coming|previous|few|couple of|every)\s+{_UNIT}s?\b"
@@ -78,10 +84,23 @@ def asks_when(query: str) -> bool:
     return _WHEN.search(query) is not None
 
 
+# Each time expression holds one of these words or a digit (most texts hold neither).
+_TIME_WORDS = frozenset([
+    "yesterday", "today", "tonight", "tomorrow", "ago",
+    *(word + plural for word in (*_UNITS, *_DAY_NAMES) for plural in ("", "s")),
+    *_DAY_SHORT, *_MONTH_NAMES,
+])
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def mentions_time(text: str) -> bool:
     """Whether the text carries a time expression (a date, "yesterday", "last week", ...).
-    Cached: the searches of one scope test the same memories again and again."""
+    An ASCII text without a digit or any of :data:`_TIME_WORDS` does not; the pattern
+    reads the rest. Cached: the searches of one scope test the same memories again and
+    again."""
+    words = ascii_words(text)
+    if words is not None and _TIME_WORDS.isdisjoint(words) and all(map(str.isalpha, words)):
+        return False
     return _TIME.search(text.casefold()) is not None
 
 
@@ -99,8 +118,6 @@ def _raise(hits: Sequence[Hit], weight: float, chosen: Callable[[Record], bool])
             if chosen(h.record) else h for h in hits]
 
 
-_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
-                "september", "october", "november", "december")
 _ORDINAL = r"(?:st|nd|rd|th)?"
 # a month by its name or its usual abbreviation ("Aug", "Sept.")
 _MONTH = ("(" + "|".join([*_MONTH_NAMES, "jan", "feb", "mar", "apr", "jun", "jul", "aug",
