@@ -28,6 +28,7 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
+from memkit.stores._porter import stem
 from memkit.stores._sqlite_schema import FTS_TOKENIZER
 
 K1 = 1.2
@@ -63,9 +64,13 @@ class Terms:
         with self._lock:
             known = self._known
             new = [w for w in dict.fromkeys(words) if w not in known]
+            if len(known) + len(new) > _WORDS_KEPT:
+                known.clear()
+            for word in new:  # ASCII letters: the stemmer FTS5 runs, without asking it
+                if word.isascii() and word.isalpha():
+                    known[word] = stem(word.lower())
+            new = [w for w in new if w not in known]
             if new:
-                if len(known) + len(new) > _WORDS_KEPT:
-                    known.clear()
                 found = self._tokens(new)
                 for i, word in enumerate(new):
                     terms = found.get(i, [])
