@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from operator import itemgetter
 
 from memkit._pipeline.add.context import PREVIOUS_TURN
 from memkit.stores.base import Hit, Record
@@ -47,11 +46,10 @@ def fuse(
     records = {h.record.id: h.record for h in (*keyword_hits, *vector_hits)}
     if context_share > 0 and keyword:
         keyword = _with_context(keyword, records, context_share, context_turns)
-    scored = []
-    for id, record in records.items():
-        sv = vector.get(id, floor)
-        scored.append((-min(1.0, sv + boost * keyword.get(id, 0.0) * (1.0 - sv)), id, record))
-    scored.sort(key=itemgetter(0, 1))  # best first, ties by id
+    of_vector, of_keyword = vector.get, keyword.get
+    scored = [(-min(1.0, (sv := of_vector(id, floor)) + boost * of_keyword(id, 0.0) * (1.0 - sv)),
+               id, record) for id, record in records.items()]
+    scored.sort()  # best first, ties by id (ids differ: records are never compared)
     return [Hit(record, -negated) for negated, _, record in scored[:limit]]
 
 
@@ -79,17 +77,21 @@ def _with_context(keyword: dict[str, float], records: Mapping[str, Record],
     """Each candidate's keyword score plus ``share`` of those of the turns up to ``turns``
     before and after it, linked through candidates (each turn on the way is one), capped
     at 1."""
+    linked = {id: previous for id, record in records.items()
+              if isinstance(previous := record.metadata.get(PREVIOUS_TURN), str)
+              and previous in records}  # each candidate's previous turn, when one too
     lifted = dict(keyword)
-    for id, record in records.items():
+    for id in linked:
         this = keyword.get(id, 0.0)
+        at = id
         for _ in range(turns):
-            previous = record.metadata.get(PREVIOUS_TURN)
-            if not isinstance(previous, str) or previous not in records:
+            previous = linked.get(at)
+            if previous is None:
                 break
             before = keyword.get(previous, 0.0)
             if before > 0:
                 lifted[id] = lifted.get(id, 0.0) + share * before
             if this > 0:
                 lifted[previous] = lifted.get(previous, 0.0) + share * this
-            record = records[previous]
+            at = previous
     return {id: min(1.0, score) for id, score in lifted.items()}
