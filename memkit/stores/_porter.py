@@ -2,7 +2,7 @@
 
 The SQLite store matches a search's words in RAM by the terms FTS5 indexed; asking an
 in-memory FTS5 table for a word's term takes tens of microseconds (a write and a read),
-this a few. It is the Porter stemmer as FTS5 runs it (the revised rules, with ``logi``
+this stemmer a few. It is the Porter stemmer as FTS5 runs it (the revised rules, with ``logi``
 and ``bli``; a word shorter than 3 letters or longer than 64 kept as it is), checked
 against FTS5 itself word by word in the tests. Other words (digits, apostrophes, other
 scripts) are left to FTS5 (:class:`memkit.stores._sqlite_keywords.Terms`).
@@ -71,8 +71,8 @@ def _m_above_1_after_s_or_t(stem: str) -> bool:
 
 Rule = tuple[str, str, Callable[[str], bool]]
 
-# Each step's rules, longest suffix first among those that could both match: the first
-# suffix the word ends with decides (its condition failing ends the step).
+# Each step's rules: of the suffixes the word ends with, the longest decides (its condition
+# failing ends the step).
 _STEP_2: tuple[Rule, ...] = tuple((s, r, _m_above_0) for s, r in (
     ("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"), ("izer", "ize"),
     ("logi", "log"), ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"),
