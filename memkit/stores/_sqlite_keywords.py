@@ -66,13 +66,15 @@ class Terms:
             new = [w for w in dict.fromkeys(words) if w not in known]
             if len(known) + len(new) > _WORDS_KEPT:
                 known.clear()
+            others = []
             for word in new:  # ASCII letters: the stemmer FTS5 runs, without asking it
                 if word.isascii() and word.isalpha():
                     known[word] = stem(word.lower())
-            new = [w for w in new if w not in known]
-            if new:
-                found = self._tokens(new)
-                for i, word in enumerate(new):
+                else:
+                    others.append(word)
+            if others:
+                found = self._tokens(others)
+                for i, word in enumerate(others):
                     terms = found.get(i, [])
                     known[word] = terms[0] if len(terms) == 1 else None
             return [known[w] for w in words]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
+import string
 from collections.abc import Sequence
 from itertools import repeat
 
@@ -108,10 +109,9 @@ def _words(text: str) -> frozenset[str]:
 
 
 #: ASCII letters lower-cased, every other byte but a digit made a space
-_ASCII_WORD_BYTES = bytes.maketrans(
-    bytes(range(128)),
-    bytes(c if chr(c).isdigit() or chr(c).islower() else c + 32 if chr(c).isupper() else 32
-          for c in range(128)))
+_NOT_ALNUM = bytes(c for c in range(128) if not chr(c).isalnum())
+_ASCII_WORD_BYTES = bytes.maketrans(string.ascii_uppercase.encode() + _NOT_ALNUM,
+                                    string.ascii_lowercase.encode() + b" " * len(_NOT_ALNUM))
 
 
 def ascii_words(text: str) -> list[str] | None:
