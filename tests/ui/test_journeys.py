@@ -174,6 +174,25 @@ def test_edit_makes_a_new_version_and_revert_undoes_it(page: Any, site: Site) ->
     expect(page.locator("#status")).to_contain_text("Reverted")
 
 
+def test_an_edit_never_overwrites_a_change_made_meanwhile(page: Any, site: Site) -> None:
+    id = remember(site.api, "Alice drinks her coffee black", user_id="alice")["id"]
+    open_memory(page, id, "Alice drinks her coffee black")
+    expect(page.locator("#live")).to_have_text("live")
+    page.click("button:text-is('Edit')")
+    page.fill("textarea[aria-label='New text']", "Alice drinks her coffee with milk")
+    page.locator(".memory-text").click()  # the editor stays open with the focus elsewhere
+    changed = site.api.put(f"/v1/memories/{id}/", json={"text": "Alice drinks her coffee with sugar"})
+    assert changed.status_code == 200, changed.text
+    expect(page.locator("#stale")).to_be_visible()  # offered, not redrawn under the editor
+    expect(page.locator("textarea[aria-label='New text']")).to_have_value("Alice drinks her coffee with milk")
+    page.click("button:text-is('Save')")
+    expect(page.locator("#status")).to_contain_text("Not saved: this memory changed elsewhere")
+    assert site.api.get(f"/v1/memories/{id}/").json()["memory"] == "Alice drinks her coffee with sugar"
+    page.click("#stale-refresh")
+    expect(page.locator(".memory-text")).to_have_text("Alice drinks her coffee with sugar")
+    expect(page.locator("#stale")).to_be_hidden()
+
+
 def test_feedback_is_acknowledged(page: Any, site: Site) -> None:
     open_memory(page, site.ids["tea"], "Alice likes green tea")
     page.click("button:text-is('Useful')")

@@ -48,6 +48,10 @@ const ctx = {
   fail(error) {
     ctx.say(error?.message || String(error), 'error');
   },
+  /** Offer to redraw the view (a change arrived while someone works in it). */
+  changedElsewhere() {
+    stale.hidden = false;
+  },
 };
 
 let generation = 0;
@@ -55,15 +59,18 @@ let refreshTimer = null;
 let scopesTimer = null;
 let moved = false;
 
+/** Whether a redraw now would undo someone's work: a field or button in use, or a view busy
+ *  (an open editor, wherever the focus is). */
 function interacting() {
   const active = document.activeElement;
-  return main.contains(active) && active.matches('input, textarea, select, button');
+  return (main.contains(active) && active.matches('input, textarea, select, button')) ||
+    Boolean(ctx.view?.busy?.());
 }
 
 /** Draw the view the hash names; a refresh (a change arrived) never redraws under someone's hands. */
 async function route(refresh = false) {
   if (refresh && interacting()) {
-    stale.hidden = false;
+    ctx.changedElsewhere();
     return;
   }
   const mine = ++generation;
@@ -86,7 +93,7 @@ async function route(refresh = false) {
     const handle = await render(ctx, root, arg, params);
     if (mine !== generation) return;
     if (refresh && interacting()) {
-      stale.hidden = false;
+      ctx.changedElsewhere();
       return;
     }
     ctx.view = handle || null;

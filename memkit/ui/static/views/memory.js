@@ -68,6 +68,15 @@ function editor(ctx, item, rerender, state) {
       return ctx.say(`The metadata is not JSON: ${error.message}`, 'error');
     }
     try {
+      // the update has no precondition: a change made elsewhere since the editor opened would
+      // be overwritten unseen, so it is refused here and offered instead
+      const now = await optional(api('GET', `/v1/memories/${encodeURIComponent(item.id)}/`,
+                                     {query: {reinforce: false}}));
+      if (now?.updated_at !== item.updated_at) {
+        ctx.changedElsewhere();
+        return ctx.say('Not saved: this memory changed elsewhere since you opened the editor. ' +
+                       'Your text is still here; show the change, then edit again.', 'error');
+      }
       await api('PUT', `/v1/memories/${encodeURIComponent(item.id)}/`, {body: {text: text.value, metadata: merge}});
       state.editing = false;
       rerender('Saved: the old text is now a past version.');
@@ -130,5 +139,5 @@ export async function renderMemory(ctx, root, id) {
       h('section', {}, h('h2', {}, 'Versions'),
         versions?.length ? timeline(versions) : h('p', {class: 'muted'}, 'No versions left.'))),
     h('section', {}, h('h2', {}, 'History'), rows ? history(ctx, id, rows, rerender) : null));
-  return {refreshOn: event => event.data.id === id && !state.editing};
+  return {refreshOn: event => event.data.id === id, busy: () => state.editing};
 }
