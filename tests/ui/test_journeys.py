@@ -136,6 +136,19 @@ def test_search_shows_scores_and_which_half_matched_then_opens_a_memory(page: An
     shot(page, "memory")
 
 
+def test_a_long_memory_is_cut_short_in_lists_and_whole_on_its_page(page: Any, site: Site) -> None:
+    text = " ".join(f"word{i}" for i in range(2_000))  # 10,889 characters
+    id = remember(site.api, text, user_id="alice")["id"]
+    base = page.url.split("#")[0]
+    for view, where in (("#/memories", "table.list"), ("#/overview", "ol.feed")):
+        page.goto(base + view)
+        # .last: on the overview, the newest memories (the recent changes may list it too)
+        expect(page.locator(f"{where} a[href='#/memory/{id}']").last).to_have_text(text[:399] + "…")
+    page.locator(f"ol.feed a[href='#/memory/{id}']").last.click()
+    expect(page.locator(".memory-text")).to_have_text(text)
+    assert site.api.delete(f"/v1/memories/{id}/", params={"hard": True}).status_code == 200
+
+
 def test_filters_narrow_the_list(page: Any, site: Site) -> None:
     page.goto(page.url.split("#")[0] + "#/memories?type=preference")
     expect(page.locator("table.list tbody tr")).to_have_count(1)

@@ -44,6 +44,14 @@ export function fmtDate(iso) {
   return Number.isNaN(d.getTime()) ? String(iso) : d.toISOString().replace('T', ' ').slice(0, 16);
 }
 
+/** The start of a long text for a list (the memory's own page shows all of it): one memory
+ *  of 100,000 characters would otherwise make its row taller than everything else. */
+export function excerpt(text, max = 400) {
+  if (!text || text.length <= max) return text ?? '';
+  const cut = text.slice(0, max - 1);
+  return `${/[\ud800-\udbff]$/.test(cut) ? cut.slice(0, -1) : cut}…`;
+}
+
 export function fmtNum(x, digits = 2) {
   return x === null || x === undefined ? '' : Number(x).toFixed(digits);
 }

@@ -2,7 +2,7 @@
 // and memories beside it; click through to a neighbour.
 
 import {api} from '../api.js';
-import {append, fmtDate, h, s, scopeLabel} from '../dom.js';
+import {append, excerpt, fmtDate, h, s, scopeLabel} from '../dom.js';
 import {layout} from '../layout.js';
 
 export const MAX_NODES = 1000;
@@ -80,7 +80,7 @@ function details(name, graph, depth) {
                     r.memory_ids.map((id, i) => h('a', {href: `#/memory/${encodeURIComponent(id)}`}, `memory ${i + 1}`)),
                     h('span', {class: 'muted'}, ')')] : null))),
     h('h3', {}, `Memories (${memories.length})`),
-    memories.length ? h('ul', {}, memories.map(m => h('li', {}, h('a', {href: `#/memory/${encodeURIComponent(m.id)}`}, m.memory))))
+    memories.length ? h('ul', {}, memories.map(m => h('li', {}, h('a', {href: `#/memory/${encodeURIComponent(m.id)}`}, excerpt(m.memory)))))
       : h('p', {class: 'muted'}, 'No memory linked.'));
 }
 

@@ -1,7 +1,7 @@
 // Memories of a scope: filters, pages, and search with its scores.
 
 import {api} from '../api.js';
-import {append, fmtDate, fmtNum, h, inScope, scopeLabel} from '../dom.js';
+import {append, excerpt, fmtDate, fmtNum, h, inScope, scopeLabel} from '../dom.js';
 
 const PAGE = 50;
 const SEARCH_PAGE = 20;
@@ -62,7 +62,7 @@ function form(ctx, params, types) {
 
 function row(item, extra) {
   return h('tr', {},
-    h('td', {class: 'text'}, h('a', {href: `#/memory/${encodeURIComponent(item.id)}`}, item.memory)),
+    h('td', {class: 'text'}, h('a', {href: `#/memory/${encodeURIComponent(item.id)}`}, excerpt(item.memory))),
     extra,
     h('td', {}, item.memory_type || ''),
     h('td', {class: 'num'}, fmtNum(item.importance)),

@@ -1,7 +1,7 @@
 // Sections of indexed notes (Memory.index_folder), by file, with their lines.
 
 import {api} from '../api.js';
-import {append, h, inScope, scopeLabel} from '../dom.js';
+import {append, excerpt, h, inScope, scopeLabel} from '../dom.js';
 
 const PAGE = 200;
 
@@ -30,7 +30,7 @@ export async function renderNotes(ctx, root, _arg, params) {
       h('ul', {}, items.map(item => h('li', {},
         h('span', {class: 'where'}, `${path}:${item.metadata.line_start}–${item.metadata.line_end}`), ' ',
         item.metadata.heading ? h('strong', {}, item.metadata.heading) : null, ' ',
-        h('a', {href: `#/memory/${encodeURIComponent(item.id)}`}, item.memory))))));
+        h('a', {href: `#/memory/${encodeURIComponent(item.id)}`}, excerpt(item.memory)))))));
   }
   if (page.next_offset !== null) {
     append(root, h('a', {class: 'button', href: `#/notes?offset=${page.next_offset}`}, 'More notes →'));

@@ -2,7 +2,7 @@
 
 import {api} from '../api.js';
 import {bars, columns, growth} from '../charts.js';
-import {append, fmtDate, h, scopeLabel} from '../dom.js';
+import {append, excerpt, fmtDate, h, scopeLabel} from '../dom.js';
 
 const BINS = Array.from({length: 10}, (_, i) => (i / 10).toFixed(1));
 
@@ -41,11 +41,11 @@ export async function renderOverview(ctx, root) {
           event.type === 'consolidation_complete' ? 'consolidation' :
           event.type === 'entity_created' ?
             h('a', {href: `#/graph?entity=${encodeURIComponent(event.data.name)}`}, event.data.name) :
-            h('a', {href: memoryHref(event.data.id)}, event.data.memory || event.data.id),
+            h('a', {href: memoryHref(event.data.id)}, excerpt(event.data.memory) || event.data.id),
           ' ', h('span', {class: 'muted'}, fmtDate(event.data.timestamp)))))
         : h('p', {class: 'muted'}, 'Changes made while this page is open appear here.'),
       newest ? [h('h2', {}, 'Newest memories'), h('ol', {class: 'feed'}, newest.results.map(item =>
-        h('li', {}, h('a', {href: memoryHref(item.id)}, item.memory), ' ',
+        h('li', {}, h('a', {href: memoryHref(item.id)}, excerpt(item.memory)), ' ',
           h('span', {class: 'muted'}, fmtDate(item.created_at)))))] : null));
   return {refreshOn: () => true};
 }

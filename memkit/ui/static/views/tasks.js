@@ -1,7 +1,7 @@
 // Tasks of a scope by status; the status of each can be changed here.
 
 import {api} from '../api.js';
-import {append, fmtDate, h, inScope, scopeLabel} from '../dom.js';
+import {append, excerpt, fmtDate, h, inScope, scopeLabel} from '../dom.js';
 
 const STATUSES = ['open', 'in_progress', 'done', 'cancelled'];
 const LANE = 100;  // the newest of each status
@@ -26,11 +26,11 @@ export async function renderTasks(ctx, root) {
     return h('section', {class: 'lane', 'aria-label': status},
       h('h2', {}, `${status.replace('_', ' ')} (${tasks.length === LANE ? `newest ${LANE}` : tasks.length})`),
       h('ul', {}, tasks.map(task => {
-        const select = h('select', {'aria-label': `Status of: ${task.memory}`},
+        const select = h('select', {'aria-label': `Status of: ${excerpt(task.memory, 80)}`},
                          STATUSES.map(s => h('option', {value: s}, s.replace('_', ' '))));
         select.value = status;
         select.addEventListener('change', change(task, select));
-        return h('li', {class: 'task'}, h('a', {href: `#/memory/${encodeURIComponent(task.id)}`}, task.memory),
+        return h('li', {class: 'task'}, h('a', {href: `#/memory/${encodeURIComponent(task.id)}`}, excerpt(task.memory)),
                  h('div', {class: 'row'}, select, h('span', {class: 'muted'}, fmtDate(task.created_at))));
       })));
   }));
