@@ -232,6 +232,35 @@ def test_file_of_another_database_is_rebuilt(tmp_path: Path, feeds: list[_ann.Fe
     assert reopened(str(tmp_path / "b.db"), queries, feeds) == [False, True]
 
 
+@pytest.mark.parametrize("catches_up", [False, True])
+def test_a_purge_by_another_process_leaves_its_vectors_in_no_saved_graph(
+    path: str, catches_up: bool
+) -> None:
+    """A purge drops the graph file; another process's graph still holds the vectors it
+    removed (usearch keeps a removed key's bytes), so that graph is never saved again:
+    neither when it closes at once nor after it caught up with the purge (it is rebuilt
+    from the vectors left, and that one is saved)."""
+    holder = filled(path, n=600, ann_threshold=THRESHOLD)  # too few rows to save as it builds
+    query = clustered(1, seed=20)[0]
+    graph = ready(holder, query)
+    purged = holder.search(query, 3)[0].record
+    assert graph._index is not None
+    [seq] = [s for s, r in holder._matrix._rows.items() if r[0] == purged.id]
+    vector = graph._index.get(seq, dtype=np.int8).tobytes()
+    purger = SQLiteStore(path, ann_threshold=None)  # another process, as memkit purges
+    purger.delete([purged.id])
+    purger.scrub()
+    purger.close()
+    if catches_up:
+        assert purged.id not in ids(holder, query)
+        ready(holder, query)
+    holder.close()
+    file = Path(f"{path}.ann-memkit")
+    assert file.exists() is catches_up
+    if catches_up:
+        assert vector not in file.read_bytes()
+
+
 def test_without_usearch_searches_are_exact(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "usearch", None)
     monkeypatch.setitem(sys.modules, "usearch.index", None)

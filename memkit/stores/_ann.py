@@ -7,9 +7,14 @@ no search waits for a build. A search asks the index for candidates, adds the
 rows changed after ``covered`` and re-ranks them all exactly with the matrix.
 
 The index is saved beside the database as ``<db>.ann-<tables>``: a magic line,
-a JSON header (format, dimension, tables, last change covered) and usearch's
+a JSON header (format, dimension, tables, last change covered, scrubs) and usearch's
 own serialisation, written to a temporary file and renamed over the old one.
 A file that does not load, or whose header does not match, is discarded.
+
+A purge scrubs the collection: it drops the file and counts the scrub in the
+database. usearch keeps a removed key's vector in the index, so an index made
+before the last scrub (by another process, still open) is never saved: it is
+checked before the file is written and again after (a scrub meanwhile removes it).
 """
 
 from __future__ import annotations
@@ -23,11 +28,14 @@ import logging
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from memkit._errors import VectorStoreError
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +85,17 @@ class AnnIndex:
     """The HNSW index of one collection's tables (not the knowledge graph), and the thread
     that keeps it."""
 
-    def __init__(self, index_class: type[Any], path: str | None, dimension: int, tables: str) -> None:
+    def __init__(
+        self, index_class: type[Any], path: str | None, dimension: int, tables: str,
+        scrubs: Callable[[], int], epoch: int,
+    ) -> None:
         self._index_class = index_class
         self.path = path
         self.dimension = dimension
         self.tables = tables
+        #: reads the collection's scrub count; ``epoch``: what it was when the index was made
+        self._scrubs = scrubs
+        self.epoch = epoch
         self._lock = threading.Lock()  # guards the index while the thread changes it
         self._wake = threading.Condition()
         self._index: Any = None  # serves searches once built or loaded
@@ -214,7 +228,7 @@ class AnnIndex:
     # -- the file ------------------------------------------------------------------------
     def _header(self, covered: int) -> dict[str, Any]:
         return {"format": FORMAT, "dimension": self.dimension, "tables": self.tables,
-                "covered": covered}
+                "covered": covered, "scrubs": self.epoch}
 
     def _load(self) -> None:
         """Restore the index saved beside the database; on any mismatch leave no index."""
@@ -247,7 +261,7 @@ class AnnIndex:
 
     def _save(self) -> None:
         index = self._index
-        if self.path is None or index is None:
+        if self.path is None or index is None or not self._unscrubbed():
             return
         with self._lock:
             body, covered = index.save(), self.covered
@@ -262,6 +276,15 @@ class AnnIndex:
             log.warning("could not save the ANN index %s: %s", self.path, exc)
             with contextlib.suppress(OSError):
                 os.remove(temporary)
+        if not self._unscrubbed():  # scrubbed while the file was written
+            self.discard_file()
+
+    def _unscrubbed(self) -> bool:
+        """No purge scrubbed the collection since the index was made."""
+        try:
+            return self._scrubs() == self.epoch
+        except VectorStoreError:  # the database is closed: nothing says the index may be kept
+            return False
 
 
 @atexit.register

@@ -5,7 +5,7 @@ metadata as JSON), ``<tables>_vectors`` (float32 blobs), ``<tables>_fts`` (an FT
 index of the text) and ``<tables>_changes`` (a log of the rows whose vector or fields
 changed, written by triggers). ``<tables>`` is the collection's name, or ``<name>__g<n>`` after a
 re-embedding. ``memkit_collections`` records each collection's dimension, model,
-change-log floor and live tables.
+change-log floor, live tables and scrubs (purges that dropped its HNSW index file).
 """
 
 from __future__ import annotations
@@ -31,8 +31,11 @@ def create_meta(conn: sqlite3.Connection, collection_name: str) -> str:
         f"CREATE TABLE IF NOT EXISTS {META} (name TEXT PRIMARY KEY,"
         " dimension INTEGER NOT NULL, model TEXT NOT NULL,"
         " log_floor INTEGER NOT NULL DEFAULT 0)")
-    if "live" not in {row[1] for row in conn.execute(f"PRAGMA table_info({META})")}:
+    present = {row[1] for row in conn.execute(f"PRAGMA table_info({META})")}
+    if "live" not in present:
         conn.execute(f"ALTER TABLE {META} ADD COLUMN live TEXT")
+    if "scrubs" not in present:
+        conn.execute(f"ALTER TABLE {META} ADD COLUMN scrubs INTEGER NOT NULL DEFAULT 0")
     row = conn.execute(f"SELECT live FROM {META} WHERE name = ?", (collection_name,)).fetchone()
     return str(row[0]) if row is not None and row[0] else collection_name
 

@@ -73,7 +73,7 @@ class FileMatrix:
 
     def __init__(
         self, path: str, collection_name: str, tables: str, dimension: Callable[[], int],
-        ann_threshold: int | None,
+        ann_threshold: int | None, scrubs: Callable[[], int],
     ) -> None:
         self.path, self.collection_name, self.tables = path, collection_name, tables
         self.records = f'"{tables}_records"'
@@ -83,6 +83,9 @@ class FileMatrix:
         self.keywords = Index(tables)
         self._dimension = dimension
         self._ann_threshold = ann_threshold
+        #: reads the collection's scrub count (:meth:`after_scrub`); ``_scrubbed``: as last synced
+        self._scrubs = scrubs
+        self._scrubbed = 0
         self.ann_class = usearch_index() if ann_threshold else None
         self.ann: AnnIndex | None = None
         self._index: Matrix | None = None
@@ -181,6 +184,14 @@ class FileMatrix:
             conn.execute(
                 f"UPDATE {META} SET log_floor = ? WHERE name = ?", (floor, self.collection_name)
             )
+
+    def after_scrub(self, conn: sqlite3.Connection) -> None:
+        """Count a scrub (its HNSW index file is being dropped): a graph made before it,
+        in any process, may hold the vectors the purge removed, so it is never saved."""
+        conn.execute(
+            f"UPDATE {META} SET scrubs = scrubs + 1 WHERE name = ?", (self.collection_name,)
+        )
+        self._dirty = True
 
     def forget(self) -> None:
         """Drop what RAM holds (a write transaction rolled back): the next search reloads."""
@@ -321,9 +332,9 @@ class FileMatrix:
             return index
         self._totals = None
         row = conn.execute(
-            f"SELECT log_floor FROM {META} WHERE name = ?", (self.collection_name,)
+            f"SELECT log_floor, scrubs FROM {META} WHERE name = ?", (self.collection_name,)
         ).fetchone()
-        floor = int(row[0]) if row else 0
+        floor, self._scrubbed = (int(row[0]), int(row[1])) if row else (0, 0)
         if index is None or self._last_change < floor:
             self._codes = {}
             index = Matrix(self._dimension(), self._fill([]))
@@ -421,9 +432,13 @@ class FileMatrix:
         if self.ann_class is None or threshold is None or index.size - index.dead < threshold:
             return None
         ann = self.ann
+        if ann is not None and ann.epoch != self._scrubbed:  # scrubbed by another process
+            self.close_ann()  # which saves nothing
+            ann = None
         if ann is None:
             path = None if self.path == ":memory:" else f"{self.path}.ann-{self.tables}"
-            ann = self.ann = AnnIndex(self.ann_class, path, index.dimension, self.tables)
+            ann = self.ann = AnnIndex(self.ann_class, path, index.dimension, self.tables,
+                                      self._scrubs, self._scrubbed)
             ann.start()
         last = self._last_change
         if ann.loading or (ann.fed == last and not ann.verify):

@@ -109,7 +109,8 @@ class SQLiteStore(VectorStore):
         self._vectors = f'"{tables}_vectors"'
         self._fts = f'"{tables}_fts"'
         self._matrix = FileMatrix(
-            self.path, self.collection_name, tables, self._dimension_or_fail, self._ann_threshold
+            self.path, self.collection_name, tables, self._dimension_or_fail, self._ann_threshold,
+            self._scrubs,
         )
 
     @property
@@ -232,10 +233,12 @@ class SQLiteStore(VectorStore):
     def scrub(self) -> None:
         """The keyword index merged into one segment (FTS5 keeps a deleted text's words in
         older segments until then), the WAL copied into the file and emptied, and the ANN
-        index file dropped (it is rebuilt from the vectors left). Deleted pages were zeroed
+        index file dropped (it is rebuilt from the vectors left; counted as a scrub, so no
+        graph made before it, in any process, is saved again). Deleted pages were zeroed
         as they were freed (``secure_delete``)."""
         with self._write() as conn:
             conn.execute(f"INSERT INTO {self._fts} ({self._fts}) VALUES ('optimize')")
+            self._matrix.after_scrub(conn)
         self._matrix.close_ann(forget=True)
         with contextlib.suppress(OSError):
             os.remove(f"{self.path}.ann-{self._tables}")
@@ -397,6 +400,14 @@ class SQLiteStore(VectorStore):
                 )
             self._dimension = int(row[0])
         return self._dimension
+
+    def _scrubs(self) -> int:
+        """How many scrubs the collection has had (:meth:`FileMatrix.after_scrub`)."""
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT scrubs FROM {META} WHERE name = ?", (self.collection_name,)
+            ).fetchone()
+        return 0 if row is None else int(row[0])
 
     def _check(self, vector: Vector) -> Vector:
         dimension = self._dimension_or_fail()
