@@ -266,7 +266,7 @@ class _Finished:
 
 
 def _checked(texts: Sequence[str], rows: object, dimension: int) -> Matrix:
-    if rows is None:
+    if not texts:  # not ``rows is None``: an embedder that answers None gets an error
         return np.zeros((0, dimension), dtype=np.float32)
     return normalise(rows, len(texts), dimension)
 

@@ -8,8 +8,9 @@ loop never runs the model and never more than one batch per loop runs at once.
 :meth:`Embedder.aembed <memkit.embeddings.base.Embedder.aembed>` goes through
 one batcher per embedder.
 
-A batch that fails is retried call by call (each call in its own worker
-thread), so one caller's bad text fails that caller alone.
+A batch that fails, or whose answer is not one row per text, is retried call by
+call (each call in its own worker thread), so one caller's bad text fails that
+caller alone.
 """
 
 from __future__ import annotations
@@ -68,16 +69,16 @@ class MicroBatcher:
                 texts = [text for request, _ in batch for text in request]
                 try:
                     rows = await asyncio.to_thread(self._embed, texts)
+                    # a call alone gets the model's answer as it is; the caller checks it
+                    answers = [rows] if len(batch) == 1 else _split(rows, batch)
                 except Exception as exc:
                     if len(batch) == 1:
                         _settle(batch[0][1], exc)
                     else:
                         await self._one_by_one(batch)
                     continue
-                start = 0
-                for request, future in batch:
-                    _settle(future, np.ascontiguousarray(rows[start : start + len(request)]))
-                    start += len(request)
+                for (_, future), answer in zip(batch, answers, strict=True):
+                    _settle(future, answer)
         finally:
             queue.running = False
 
@@ -101,6 +102,16 @@ class MicroBatcher:
             count += len(request)
         batch, queue.waiting = queue.waiting[:taken], queue.waiting[taken:]
         return batch
+
+
+def _split(rows: Rows, batch: list[Waiting]) -> list[Rows]:
+    """Each call's rows of a batch's answer; a ValueError unless the answer has one row per
+    text (rows shifted by a skipped text would give later calls another text's vectors)."""
+    matrix = np.asarray(rows, dtype=np.float32)
+    counts = [len(request) for request, _ in batch]
+    if matrix.ndim != 2 or len(matrix) != sum(counts):
+        raise ValueError(f"the model answered shape {matrix.shape} for {sum(counts)} texts")
+    return np.split(matrix, np.cumsum(counts)[:-1])
 
 
 def _settle(future: asyncio.Future[Rows], outcome: Rows | Exception) -> None:

@@ -1,5 +1,6 @@
 """Many ``AsyncMemory.add`` calls at once: each lands once, their embeddings share model
-calls, and the event loop keeps running while the embedder and the store work."""
+calls, a faulty embedding fails only its own add, and the event loop keeps running while
+the embedder and the store work."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from memkit import AsyncMemory, EmbeddingError
+from memkit import AsyncMemory, EmbeddingError, Memory
 from memkit.embeddings.base import Matrix
 from memkit.history.sqlite import SQLiteHistory
 from memkit.llms.base import LLMRequest
@@ -172,6 +173,53 @@ def test_an_add_whose_embedding_fails_fails_alone() -> None:
     for i, result in enumerate(results):
         if i != 3:
             assert sorted(e.memory for e in result.results) == [f"fact {i}.1", f"fact {i}.2"]
+
+
+class SkipsAText(RecordingEmbedder):
+    """A faulty model: it answers no row for a text that says "skip"."""
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        self.calls.append(list(texts))
+        return HashEmbedder.embed(self, [text for text in texts if "skip" not in text])
+
+
+def test_a_model_that_skips_a_text_fails_that_add_alone() -> None:
+    embedder = SkipsAText()
+    texts = ["Please skip this note", "User drinks green tea", "User plays chess on Sundays"]
+
+    async def main() -> tuple[list[Any], list[list[str]]]:
+        async with AsyncMemory(embedder=embedder, vector_store=InMemoryStore()) as m:
+            results = await asyncio.gather(*(m.add(text, user_id="u", infer=False)
+                                             for text in texts), return_exceptions=True)
+            found = [[item.memory for item in (await m.search(query, user_id="u", limit=1))]
+                     for query in ("green tea", "chess Sundays")]
+            return results, found
+
+    results, found = asyncio.run(main())
+    assert texts in embedder.calls  # one model call for the three adds first
+    assert isinstance(results[0], EmbeddingError)
+    assert [[e.memory for e in r.results] for r in results[1:]] == [[t] for t in texts[1:]]
+    assert found == [[texts[1]], [texts[2]]]  # each memory has its own text's vector
+
+
+class AnswersNone(HashEmbedder):
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        return None  # type: ignore[return-value]
+
+
+@pytest.mark.timeout(120)  # an answer that was no matrix left the async adds waiting forever
+def test_a_model_answering_no_matrix_is_an_embedding_error_in_both_shells() -> None:
+    with pytest.raises(EmbeddingError, match="shape"):
+        Memory(embedder=AnswersNone(), vector_store=InMemoryStore()).add(
+            "User drinks green tea", user_id="u", infer=False)
+
+    async def main() -> list[Any]:
+        async with AsyncMemory(embedder=AnswersNone(), vector_store=InMemoryStore()) as m:
+            return await asyncio.gather(*(m.add(text, user_id="u", infer=False)
+                                          for text in ("green tea", "chess")),
+                                        return_exceptions=True)
+
+    assert [type(r) for r in asyncio.run(main())] == [EmbeddingError, EmbeddingError]
 
 
 def test_the_event_loop_runs_while_an_add_embeds() -> None:
