@@ -3,6 +3,8 @@ another scope, or keep a key in the URL."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -112,4 +114,39 @@ def test_the_pages_carry_a_strict_content_security_policy(browser: Browser,
     page.fill("#login-key", "alice-key")
     page.click("text=Open the dashboard")
     expect(page.locator("#main h1")).to_contain_text("Overview of user alice")
+    page.context.close()
+
+
+RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE, never closed: all that follows it on the line turns around
+ORDER = """([selector, first, second]) => {
+    const node = [...document.querySelector(selector).childNodes].find(n => n.nodeType === 3 &&
+        n.data.includes(first) && n.data.includes(second));
+    const box = text => {
+        const range = document.createRange(), at = node.data.indexOf(text);
+        range.setStart(node, at);
+        range.setEnd(node, at + text.length);
+        return range.getBoundingClientRect();
+    };
+    return box(first).right <= box(second).left;
+}"""
+
+
+def test_a_right_to_left_override_turns_around_only_its_own_text(browser: Browser,
+                                                                   site: dict[str, Any]) -> None:
+    with admin(site["url"]) as api:
+        id = remember(api, f"Alice wrote {RLO}this backwards", user_id="alice")["id"]
+        remember(api, "Mallory's note", user_id=f"{RLO}mallory", agent_id="helper")
+    page = visit(browser, site["url"], "admin-key")
+    page.select_option("#scope", json.dumps({"user_id": "alice"}, separators=(",", ":")))
+    link = page.locator(f"ol.feed a[href='#/memory/{id}']").last  # the newest memories
+    expect(link.locator("xpath=following-sibling::span[1]")).to_have_text(
+        re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d$"))  # its date
+    assert page.evaluate("""id => {  // in one go: the live feed may redraw the view
+        const link = [...document.querySelectorAll(`ol.feed a[href='#/memory/${id}']`)].pop();
+        return link.getBoundingClientRect().right <= link.nextElementSibling.getBoundingClientRect().left;
+    }""", id)
+    page.select_option("#scope", json.dumps({"user_id": f"{RLO}mallory", "agent_id": "helper"},
+                                            separators=(",", ":"), ensure_ascii=False))
+    expect(page.locator("#main h1")).to_contain_text("agent helper")
+    assert page.evaluate(ORDER, ["#main h1", "mallory", "agent helper"])  # the label's own order
     page.context.close()

@@ -56,11 +56,21 @@ export function fmtNum(x, digits = 2) {
   return x === null || x === undefined ? '' : Number(x).toFixed(digits);
 }
 
+const BIDI_CONTROL = /[\u202a-\u202e\u2066-\u2069]/;
+
+/** `text` for a label it shares with other words: with a bidi control in it (an unclosed
+ *  right-to-left override turns the rest of the line around), isolated between U+2068 and
+ *  U+2069, which end whatever it opened (its own isolate marks dropped, so none ends ours). */
+export function isolated(text) {
+  if (!BIDI_CONTROL.test(text)) return text;
+  return `\u2068${text.replace(/[\u2066-\u2069]/g, '')}\u2069`;
+}
+
 export function scopeLabel(scope) {
   const parts = [];
-  if (scope.user_id) parts.push(`user ${scope.user_id}`);
-  if (scope.agent_id) parts.push(`agent ${scope.agent_id}`);
-  if (scope.run_id) parts.push(`run ${scope.run_id}`);
+  if (scope.user_id) parts.push(`user ${isolated(scope.user_id)}`);
+  if (scope.agent_id) parts.push(`agent ${isolated(scope.agent_id)}`);
+  if (scope.run_id) parts.push(`run ${isolated(scope.run_id)}`);
   return parts.join(' · ') || 'no scope';
 }
 

@@ -75,7 +75,7 @@ function details(name, graph, depth) {
     entity ? h('p', {class: 'muted'}, `${entity.type}${entity.summary ? ` · ${entity.summary}` : ''}`) : null,
     h('h3', {}, `Relations (${relations.length})`),
     h('ul', {class: 'relations'}, relations.map(r => h('li', {class: r.valid_to ? 'closed' : ''},
-      r.source === name ? [r.relation, ' → ', link(r.target)] : [link(r.source), ' ', r.relation, ' → ', name],
+      r.source === name ? [r.relation, ' → ', link(r.target)] : [link(r.source), ' ', r.relation, ' → ', h('bdi', {}, name)],
       r.valid_to ? [h('span', {class: 'muted'}, ` (closed ${fmtDate(r.valid_to)}: `),
                     r.memory_ids.map((id, i) => h('a', {href: `#/memory/${encodeURIComponent(id)}`}, `memory ${i + 1}`)),
                     h('span', {class: 'muted'}, ')')] : null))),

@@ -1,7 +1,7 @@
 // One memory: its text, metadata and validity, its versions and history, and what to do with it.
 
 import {api} from '../api.js';
-import {append, confirmButton, diffView, fmtDate, fmtNum, h, scopeLabel} from '../dom.js';
+import {append, confirmButton, diffView, fmtDate, fmtNum, h, isolated, scopeLabel} from '../dom.js';
 
 const REVERTIBLE = new Set(['ADD', 'UPDATE', 'DELETE']);
 
@@ -46,7 +46,7 @@ function history(ctx, id, rows, rerender) {
     h('tbody', {}, rows.map(row => h('tr', {},
       h('td', {}, fmtDate(row.timestamp)),
       h('td', {}, h('span', {class: `badge ${row.event}`}, row.event), row.reverts ? ' (a revert)' : ''),
-      h('td', {}, [row.actor_id, row.role].filter(Boolean).join(' · ') || '—'),
+      h('td', {}, [row.actor_id, row.role].filter(Boolean).map(isolated).join(' · ') || '—'),
       h('td', {class: 'text'}, row.event === 'UPDATE' ? diffView(row.old_value, row.new_value)
                                                        : row.new_value ?? row.old_value ?? ''),
       h('td', {}, REVERTIBLE.has(row.event) && !row.reverts
