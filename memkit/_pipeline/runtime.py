@@ -192,7 +192,9 @@ class Runtime:
     def _run_blocking(self, flow: Flow[Any], effect: Effect) -> Effect | _Finished:
         """In a worker thread: ``effect`` and the blocking ones after it, one thread
         hand-off for them all (a hybrid search's two queries); returns the first effect
-        left for the event loop, or the flow's result."""
+        left for the event loop, or the flow's result. The runtime's own in-process effects
+        run here too: a thread cannot be stopped, so when its caller is cancelled, what it
+        commits still gets its consequences (a re-embedding's switch, its new embedder)."""
         while True:
             try:
                 result, error = self._handle(effect), None
@@ -202,7 +204,7 @@ class Runtime:
                 effect = flow.throw(error) if error is not None else flow.send(result)
             except StopIteration as stop:
                 return _Finished(stop.value)
-            if not self._blocking(effect):
+            if not self._blocking(effect) and not isinstance(effect, UseEmbedder | Monotonic):
                 return effect
 
     async def _ahandle(self, effect: Effect) -> Any:

@@ -66,6 +66,8 @@ def reembed_flow(old: Embedder, new: Embedder, batch_size: int, timer: Callable[
             progress = None  # the first pass reported the count
         else:
             raise MemkitError(f"texts kept changing during {ATTEMPTS} passes; re-embed again")
+    except GeneratorExit:  # left by a cancelled caller: the next re-embedding drops the shadow
+        raise
     except BaseException:
         yield DropShadow(shadow)
         raise
