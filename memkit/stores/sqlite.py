@@ -24,7 +24,12 @@ import numpy.typing as npt
 
 from memkit._errors import ConfigError, VectorStoreError
 from memkit._filters import Filter
-from memkit.history.sqlite import SQLiteConnection, SQLiteHistory, check_identifier
+from memkit.history.sqlite import (
+    BUSY_TIMEOUT_SECONDS,
+    SQLiteConnection,
+    SQLiteHistory,
+    check_identifier,
+)
 from memkit.stores._generations import next_generation
 from memkit.stores._matrix import unit
 from memkit.stores._sqlite_schema import META, create_meta, create_tables, drop_tables
@@ -402,11 +407,18 @@ class SQLiteStore(VectorStore):
         return self._dimension
 
     def _scrubs(self) -> int:
-        """How many scrubs the collection has had (:meth:`FileMatrix.after_scrub`)."""
-        with self._read() as conn:
-            row = conn.execute(
-                f"SELECT scrubs FROM {META} WHERE name = ?", (self.collection_name,)
-            ).fetchone()
+        """How many scrubs the collection has had (:meth:`FileMatrix.after_scrub`), as
+        committed. Asked by the HNSW index's threads, which come and go: on a connection
+        opened for the read, not a reader kept per thread."""
+        try:
+            with contextlib.closing(
+                sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_SECONDS)
+            ) as conn:
+                row = conn.execute(
+                    f"SELECT scrubs FROM {META} WHERE name = ?", (self.collection_name,)
+                ).fetchone()
+        except sqlite3.Error as exc:
+            raise VectorStoreError(f"sqlite store {self.path}: {exc}") from exc
         return 0 if row is None else int(row[0])
 
     def _check(self, vector: Vector) -> Vector:
