@@ -162,6 +162,19 @@ def test_filters_narrow_the_list(page: Any, site: Site) -> None:
     expect(page.locator(".pager")).to_contain_text("No memories")
 
 
+def test_a_filter_the_api_refuses_is_explained_beside_the_form_to_correct(page: Any,
+                                                                          browser: Browser) -> None:
+    base = page.url.split("#")[0]
+    page.goto(base + "#/memories?meta=importance%3D%7B%22gtx%22%3A1%7D")
+    expect(page.locator("#main p.errors")).to_contain_text("unknown operator 'gtx' on field 'importance'")
+    page.fill("textarea[name=meta]", "mood=calm")
+    page.click("button:text-is('Go')")
+    expect(page.locator("table.list tbody tr")).to_have_text([re.compile("green tea")])
+    page.goto(base + "#/memory/%E0%A4%A")  # not percent-encoding: read as it is
+    expect(page.locator("#main h1")).to_have_text("No such memory")
+    browser.errors.clear()  # the refused filter and the unknown id are a 400 and 404s, on purpose
+
+
 def open_memory(page: Any, id: str, text: str) -> None:
     page.goto(page.url.split("#")[0] + f"#/memory/{id}")
     expect(page.locator(".memory-text")).to_have_text(text)

@@ -79,7 +79,7 @@ async function route(refresh = false) {
   const [path, search] = location.hash.replace(/^#\/?/, '').split('?');
   const [name, ...rest] = (path || 'overview').split('/');
   const render = VIEWS[name] || VIEWS.overview;
-  const arg = rest.map(decodeURIComponent).join('/');
+  const arg = rest.map(part => { try { return decodeURIComponent(part); } catch { return part; } }).join('/');
   const params = new URLSearchParams(search || '');
   for (const link of document.querySelectorAll('nav a')) {
     if (link.dataset.view === name) link.setAttribute('aria-current', 'page');

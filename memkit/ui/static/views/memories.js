@@ -124,10 +124,14 @@ export async function renderMemories(ctx, root, _arg, params) {
     append(root, h('p', {}, 'Pick a scope above to list its memories.'));
     return null;
   }
-  const filters = filterOf(params);
   const types = ['observation', 'decision', 'learning', 'error', 'pattern', 'preference', 'fact',
                  'procedure', 'task'];
   append(root, form(ctx, params, types));
-  append(root, ...(params.get('q') ? await search(ctx, params, filters) : await list(ctx, params, filters)));
+  try {
+    const filters = filterOf(params);
+    append(root, ...(params.get('q') ? await search(ctx, params, filters) : await list(ctx, params, filters)));
+  } catch (error) {  // a filter the API refuses: said under the form, kept to be corrected
+    append(root, h('p', {class: 'errors', role: 'alert'}, error?.message || String(error)));
+  }
   return {refreshOn: event => !params.get('q') && inScope(ctx.scope, event)};
 }
