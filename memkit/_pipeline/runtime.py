@@ -15,6 +15,7 @@ import contextlib
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -107,7 +108,8 @@ class Runtime:
         self.on_open: Callable[[], Flow[Any]] | None = None
         self._opened = False
         self._open_lock = threading.Lock()
-        self._aopen_lock: asyncio.Lock | None = None
+        self._aopen_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary())
 
     def _job(self, effect: Effect | WriteEffect) -> Job[Any]:
         handler = self.handlers.get(type(effect))
@@ -222,10 +224,13 @@ class Runtime:
         if self._opened:
             return
         # Concurrent first calls open the store once (creating a collection twice fails
-        # on several engines); the lock belongs to the loop that makes the first call.
-        if self._aopen_lock is None:
-            self._aopen_lock = asyncio.Lock()
-        async with self._aopen_lock:
+        # on several engines); an asyncio lock serves one loop, so each loop has its own (a
+        # first open that failed or was cancelled leaves the next loop's callers to open).
+        loop = asyncio.get_running_loop()
+        lock = self._aopen_locks.get(loop)
+        if lock is None:
+            lock = self._aopen_locks[loop] = asyncio.Lock()
+        async with lock:
             if not self._opened:
                 with _store_errors():
                     await self.store.aopen(self.embedder.dimension, self.embedder.model_name)
