@@ -58,6 +58,7 @@ let generation = 0;
 let refreshTimer = null;
 let scopesTimer = null;
 let moved = false;
+let scopesFailed = false;
 
 /** Whether a redraw now would undo someone's work: a field or button in use, or a view busy
  *  (an open editor, wherever the focus is). */
@@ -86,6 +87,7 @@ async function route(refresh = false) {
     else link.removeAttribute('aria-current');
   }
   ctx.say('');
+  if (scopesFailed) await listScopes();  // the last try failed: try again, or say why once more
   ctx.view = null;
   const root = h('div', {class: `view view-${name}`});
   if (!main.firstChild) main.append(h('p', {class: 'muted'}, 'Loading…'));
@@ -122,6 +124,18 @@ async function loadScopes() {
     if (ctx.scope === null && ctx.scopes.length) setScope(ctx.scopes[0], false);
   }
   fillPicker();
+}
+
+/** The scope list into the picker; when the API cannot give it (the store is down), why. */
+function listScopes() {
+  return loadScopes().then(() => { scopesFailed = false; }, error => {
+    if (error.status === 401) {
+      setKey(null);
+      return showLogin(error.message);
+    }
+    scopesFailed = true;
+    ctx.say(`The scopes could not be read: ${error?.message || error}`, 'error');
+  });
 }
 
 function fillPicker() {
@@ -191,19 +205,14 @@ async function start() {
     const info = await fetch('/ui/session', {credentials: 'omit'}).then(r => r.json());
     if (info.keys) return showLogin('This server needs an API key.');
   }
-  const scopes = () => loadScopes().catch(error => {
-    if (error.status !== 401) return ctx.fail(error);
-    setKey(null);
-    showLogin(error.message);
-  });
   window.addEventListener('hashchange', () => route());
   if (ctx.scope === null) {  // a new tab learns the scopes first
-    await scopes();
+    await listScopes();
     if (!main.hidden) await route();
   } else {  // a tab that knows its scope draws the view first
     fillPicker();
     await route();
-    await scopes();
+    await listScopes();
   }
   follow(onEvent, state => {
     liveBadge.textContent = state;
