@@ -99,7 +99,8 @@ class SQLiteConnection:
         self.closed = False
         self._owner: int | None = None  # the thread inside the shared connection's transaction
         self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
+        #: each thread's reader, with its thread
+        self._readers: dict[sqlite3.Connection, threading.Thread] = {}
         #: readers inside a snapshot: ``close`` leaves them to their thread, which closes
         #: each as its snapshot ends (a connection closed under a running statement crashes)
         self._busy: set[sqlite3.Connection] = set()
@@ -169,14 +170,19 @@ class SQLiteConnection:
             return conn
 
     def _new_reader(self) -> sqlite3.Connection:
-        """A read-only connection for one thread (call under ``_readers_lock``)."""
+        """A read-only connection for this thread (call under ``_readers_lock``); the readers
+        of threads that have ended are closed first (a server with a thread per request
+        would otherwise keep a file open per request, until it can open no more)."""
+        for ended in [conn for conn, thread in self._readers.items() if not thread.is_alive()]:
+            ended.close()
+            del self._readers[ended]
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None,
                                check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
         conn.execute("PRAGMA query_only = ON")
         for name, (arity, function) in self.functions.items():
             conn.create_function(name, arity, function, deterministic=True)
-        self._readers.append(conn)
+        self._readers[conn] = threading.current_thread()
         return conn
 
     def checkpoint(self) -> None:

@@ -1,5 +1,6 @@
 """SQLite reads run on each thread's own WAL connection: a request that holds the shared
-connection (a long write, a slow search) does not hold up other threads' reads."""
+connection (a long write, a slow search) does not hold up other threads' reads, and a
+thread's connection closes once the thread has ended."""
 
 from __future__ import annotations
 
@@ -76,7 +77,24 @@ def test_closing_the_store_closes_every_reader(tmp_path: Path) -> None:
     readers = list(store._db._readers)
     assert readers
     store.close()
-    assert store._db._readers == []
+    assert not store._db._readers
     for conn in readers:
         with pytest.raises(Exception, match="closed"):
             conn.execute("SELECT 1")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts the open files in /proc")
+def test_a_thread_per_request_leaves_no_file_open_per_request(memory: Any) -> None:
+    """A server that serves each request in a thread of its own (http.server's threading
+    servers, Django's runserver): one open file per request ran the process out of them."""
+
+    def serve_one_request() -> None:
+        thread = threading.Thread(target=memory.get_all, kwargs={"user_id": "alice"})
+        thread.start()
+        thread.join()
+
+    serve_one_request()
+    open_files = len(os.listdir("/proc/self/fd"))
+    for _ in range(50):
+        serve_one_request()
+    assert len(os.listdir("/proc/self/fd")) <= open_files + 4  # it was 100 more
