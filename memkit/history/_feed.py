@@ -79,14 +79,14 @@ class ChangeSignal:
             running = _Running(beacon, loop.create_task(self._watch(beacon)))
             self._running[loop] = running
         running.followers += 1
+        ready = asyncio.ensure_future(running.beacon.ready.wait())
         try:
-            ready = asyncio.ensure_future(running.beacon.ready.wait())
             await asyncio.wait({ready, running.task}, return_when=asyncio.FIRST_COMPLETED)
-            ready.cancel()
             if running.task.done():  # the watcher failed before it listened
                 running.task.result()
             yield running.beacon
         finally:
+            ready.cancel()  # still waiting if the follower was cancelled on its way in
             running.followers -= 1
             if running.followers == 0 and self._running.get(loop) is running:
                 del self._running[loop]

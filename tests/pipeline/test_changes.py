@@ -190,6 +190,27 @@ def test_watch_follows_another_writer_on_postgres(pg_dsn: str) -> None:
         other.close()
 
 
+def test_a_watch_cancelled_on_its_way_in_leaves_no_task_behind(tmp_path: Path) -> None:
+    from memkit.stores.sqlite import SQLiteStore
+
+    async def main() -> None:
+        store = SQLiteStore(str(tmp_path / "m.db"))
+        async with AsyncMemory(llm=ScriptedLLM(), embedder=HashEmbedder(), vector_store=store) as m:
+            async def follow() -> None:
+                async with m.watch(user_id="alice") as changes:
+                    async for _ in changes:
+                        pass
+
+            follower = asyncio.create_task(follow())
+            await asyncio.sleep(0)  # inside watch(): waiting for the history to listen
+            follower.cancel()
+            await asyncio.wait([follower])
+            assert follower.cancelled()
+            assert asyncio.all_tasks() == {asyncio.current_task()}
+
+    asyncio.run(main())
+
+
 def test_the_sync_watch_follows_another_writer(tmp_path: Path) -> None:
     from memkit.stores.sqlite import SQLiteStore
 
