@@ -26,6 +26,7 @@ from memkit._errors import (
     MemkitError,
     NotFoundError,
     ScopeError,
+    StaleVersionError,
     StoreError,
     VectorStoreError,
 )
@@ -98,7 +99,7 @@ __all__ = [
     "Mem0ImportResult", "MemkitError", "Memory", "MemoryConfig",
     "MemoryEvent", "MemoryItem", "MemoryStats", "Not", "NotFoundError", "OperationError", "Or",
     "ReembedResult", "ScopeCount", "ScopeError", "SearchLogEntry", "SearchResult", "SkippedFile",
-    "StartupContext", "StartupItem", "StoreError", "Usage", "VectorStoreError", "__version__",
+    "StaleVersionError", "StartupContext", "StartupItem", "StoreError", "Usage", "VectorStoreError", "__version__",
     "import_mem0", "parse_filter",
 ]
 

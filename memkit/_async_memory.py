@@ -154,12 +154,14 @@ class AsyncMemory(Client):
         importance: float | None = None,
         confidence: float | None = None,
         surface: str | None = None,
+        if_updated_at: Timestamp | None = None,
     ) -> MemoryItem:
         """See :meth:`Memory.update`."""
         return await self._runtime.arun(requests.update(self._settings, memory_id, text, metadata=metadata,
                                                 data=data, expires_at=expires_at,
                                                 memory_type=memory_type, importance=importance,
-                                                confidence=confidence, surface=surface))
+                                                confidence=confidence, surface=surface,
+                                                if_updated_at=if_updated_at))
 
     async def delete(self, memory_id: str, *, hard: bool = False,
                      actor_id: str | None = None) -> None:

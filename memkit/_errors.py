@@ -70,6 +70,12 @@ class ConflictError(MemkitError, ValueError):
     already reverted."""
 
 
+class StaleVersionError(ConflictError):
+    """``update(..., if_updated_at=...)`` found the memory changed since that version (another
+    writer updated it meanwhile): nothing was changed. Read it again, then decide. REST
+    answers 412 Precondition Failed to an ``If-Match`` that no longer matches."""
+
+
 class NotFoundError(MemkitError, KeyError):
     """No memory has the given id."""
 

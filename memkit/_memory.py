@@ -205,6 +205,7 @@ class Memory(Client):
         importance: float | None = None,
         confidence: float | None = None,
         surface: str | None = None,
+        if_updated_at: Timestamp | None = None,
     ) -> MemoryItem:
         """Replace a memory's text (re-embedded); ``metadata`` is merged into its metadata.
         ``data=`` is mem0's name for ``text``. The memory keeps its id; the old text
@@ -212,10 +213,13 @@ class Memory(Client):
         ``expires_at`` sets a new expiry; ``memory_type``, ``importance`` and
         ``confidence`` set those.
         Without a new text the other fields change in place (no new version).
-        ``surface="startup"`` marks the memory for :meth:`startup_context`."""
+        ``surface="startup"`` marks the memory for :meth:`startup_context`.
+        ``if_updated_at``: the ``updated_at`` of the memory as you read it; if it changed
+        since, :class:`StaleVersionError` is raised and nothing changes (no lost update)."""
         return self._runtime.run(requests.update(self._settings, memory_id, text, metadata=metadata, data=data,
                                          expires_at=expires_at, memory_type=memory_type,
-                                         importance=importance, confidence=confidence, surface=surface))
+                                         importance=importance, confidence=confidence, surface=surface,
+                                         if_updated_at=if_updated_at))
 
     def delete(self, memory_id: str, *, hard: bool = False, actor_id: str | None = None) -> None:
         """End a memory's validity: it is no longer returned, but its text stays for

@@ -106,7 +106,8 @@ CAPABILITIES: tuple[Capability, ...] = (
          skipped={"top_k": {"*": _ALIAS}},
          defaults={"limit": "None in Python means 100, the surfaces' default"}),
     _cap("update", ("PUT /v1/memories/{memory_id}/",), "update_memory", "update",
-         skipped={"data": {"*": _ALIAS}}),
+         skipped={"data": {"*": _ALIAS}},
+         renamed={"if_updated_at": {"rest": "if-match"}}),
     _cap("delete", ("DELETE /v1/memories/{memory_id}/",), "delete_memory", "delete",
          skipped={"hard": {"tool": "removing for good is a privacy request, not a model's "
                                    "decision"},

@@ -183,6 +183,9 @@ class _UpdateMemoryArgs(Args):
     importance: Importance = None
     confidence: Confidence = None
     surface: Surface = None
+    if_updated_at: Annotated[str | None, Field(description=(
+        "The updated_at of the memory as you read it: if it changed since, the update fails "
+        "and nothing changes (read it again, then decide)."))] = None
 
 
 class _SupersedeArgs(Args):

@@ -18,7 +18,7 @@ EXPECTED = {
     "EntityGraph", "GraphEntity", "GraphRelation", "SearchLogEntry",
     "ReembedResult", "ScopeCount", "Mem0ImportResult", "import_mem0",
     "TASK_STATUSES", "FolderWatch", "IndexResult", "SkippedFile", "StartupContext", "StartupItem",
-    "InvalidArgument", "StoreError", "GraphError", "GraphStoreError",
+    "InvalidArgument", "StoreError", "GraphError", "GraphStoreError", "StaleVersionError",
 }
 
 
@@ -35,7 +35,7 @@ def test_errors_share_one_base_that_is_not_the_builtin() -> None:
     assert errors == {
         "MemkitError", "ScopeError", "FilterError", "VectorStoreError", "LLMError",
         "EmbeddingError", "NotFoundError", "ConfigError", "ConflictError", "InvalidArgument",
-        "StoreError", "GraphError", "GraphStoreError"}
+        "StoreError", "GraphError", "GraphStoreError", "StaleVersionError"}
     for name in errors:
         assert issubclass(getattr(memkit, name), memkit.MemkitError)
     for name in ("InvalidArgument", "ScopeError", "FilterError", "GraphError", "ConfigError"):
@@ -43,6 +43,7 @@ def test_errors_share_one_base_that_is_not_the_builtin() -> None:
     for name in ("VectorStoreError", "GraphStoreError"):  # engine failures, retried later
         assert issubclass(getattr(memkit, name), memkit.StoreError)
         assert not issubclass(getattr(memkit, name), ValueError)
+    assert issubclass(memkit.StaleVersionError, memkit.ConflictError)
     assert memkit.MemkitError is not MemoryError
     assert str(memkit.ScopeError()) == "At least one of user_id, agent_id, or run_id must be provided"
 

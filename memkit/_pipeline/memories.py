@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
-from memkit._errors import ConflictError, InvalidArgument, NotFoundError
+from memkit._errors import ConflictError, InvalidArgument, NotFoundError, StaleVersionError
 from memkit._filters import Condition, Filter, Not, all_of
 from memkit._models import (
     Change,
@@ -41,6 +41,7 @@ from memkit._pipeline.inputs import (
     memory_id_of,
     text_hash,
     text_of,
+    timestamp_of,
 )
 from memkit._pipeline.write.apply import (
     ChangedMeanwhile,
@@ -159,20 +160,27 @@ def _again(make: Callable[[], Flow[T]]) -> Flow[T]:
 
 def update_flow(memory_id: str, text: str | None, metadata: dict[str, object] | None,
                 expires_at: str | None, now: str,
-                lifecycle: dict[str, object] | None = None) -> Flow[MemoryItem]:
+                lifecycle: dict[str, object] | None = None,
+                if_updated_at: str | None = None) -> Flow[MemoryItem]:
     """The memory keeps its id with the new text; the old text stays as a past version.
 
-    Without a new text only the other fields change, in place (no version, no history)."""
+    Without a new text only the other fields change, in place (no version, no history).
+    With ``if_updated_at`` (the ``updated_at`` the caller read) a memory changed since
+    raises StaleVersionError and nothing is written: the write requires the record as
+    read, so a change committed after the check makes it read again and fail."""
     return (yield from _again(lambda: _update(memory_id, text, metadata, expires_at, now,
-                                                lifecycle)))
+                                                lifecycle, if_updated_at)))
 
 
 def _update(memory_id: str, text: str | None, metadata: dict[str, object] | None,
             expires_at: str | None, now: str,
-            lifecycle: dict[str, object] | None) -> Flow[MemoryItem]:
+            lifecycle: dict[str, object] | None, if_updated_at: str | None) -> Flow[MemoryItem]:
     if text is not None and not text_of(text, "the new text of a memory").strip():
         raise InvalidArgument("the new text of a memory must be a non-empty string")
     record, now = yield from _following(memory_id, now)
+    if if_updated_at is not None and timestamp_of(record.updated_at) != if_updated_at:
+        raise StaleVersionError(f"memory {record.id} changed since {if_updated_at} (it was "
+                                f"updated at {record.updated_at}); nothing was changed")
     check_order(record, now)
     metadata = checked_update(record, metadata, lifecycle)
     if text is None:

@@ -58,6 +58,7 @@ class UpdateOptions(WrittenOptions, total=False):
     """:meth:`memkit.Memory.update` (besides the id and the new text)."""
 
     data: str | None
+    if_updated_at: Timestamp | None
 
 
 class ListOptions(ScopeOptions, total=False):

@@ -271,8 +271,10 @@ def update(s: Settings, memory_id: str, text: str | None = None, /,
                                  or surface is not None):
         raise MemkitError("update() needs a new text, metadata, expires_at, memory_type, "
                           "importance, confidence or surface")
+    expected = o.get("if_updated_at")
     return update_flow(memory_id, new_text, with_surface(metadata_of(metadata), surface),
-                       _expiry(expires_at, None), s.now(), lifecycle)
+                       _expiry(expires_at, None), s.now(), lifecycle,
+                       None if expected is None else timestamp_of(expected))
 
 
 def delete_all(s: Settings, /, **o: Unpack[ScopeOptions]) -> Flow[DeleteResult]:

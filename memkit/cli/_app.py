@@ -208,6 +208,9 @@ def update(
     expires_at: ExpiresOpt = None, memory_type: TypeOpt = None,
     importance: ImportanceOpt = None, confidence: ConfidenceOpt = None,
     surface: SurfaceOpt = None,
+    if_updated_at: Annotated[str | None, typer.Option(
+        "--if-updated-at", help="The updated_at you read: fail, changing nothing, if the "
+                                "memory changed since.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Replace a memory's text, or set its fields (ID: the id or a unique prefix of it)."""
@@ -215,7 +218,8 @@ def update(
         item = memory.update(resolve_id(memory, memory_id), text,
                              metadata=json_arg(metadata, "--metadata"), expires_at=expires_at,
                              memory_type=memory_type, importance=importance,
-                             confidence=confidence, surface=surface)
+                             confidence=confidence, surface=surface,
+                             if_updated_at=if_updated_at)
     data = item.model_dump(mode="json", exclude={"score"})
     emit(data, as_json, lambda: print(f"updated {data['id']}: {data['memory']}"))
 

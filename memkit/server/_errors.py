@@ -17,6 +17,7 @@ from memkit import (
     MemkitError,
     NotFoundError,
     ScopeError,
+    StaleVersionError,
     StoreError,
 )
 from memkit.server._auth import ScopeForbidden
@@ -24,6 +25,7 @@ from memkit.server._schemas import ErrorBody
 
 _ERROR_TYPES: list[tuple[type[Exception], int, str]] = [
     (NotFoundError, 404, "not_found"),
+    (StaleVersionError, 412, "precondition_failed"),
     (ConflictError, 409, "conflict"),
     (ScopeError, 400, "scope_error"),
     (FilterError, 400, "filter_error"),
@@ -43,6 +45,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
                        (422, "malformed body or parameters"),
                        (503, "an engine failed; retry after Retry-After seconds"))
 }
+
+#: the routes that take ``If-Match`` answer 412 when it names an older version
+PRECONDITION_RESPONSE: dict[int | str, dict[str, Any]] = {
+    412: {"model": ErrorBody, "description": "the memory changed since the If-Match version"}}
 
 
 class AuthError(Exception):

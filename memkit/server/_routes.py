@@ -7,7 +7,7 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
@@ -21,10 +21,11 @@ from memkit import (
     MemoryItem,
     NotFoundError,
     SearchResult,
+    StaleVersionError,
 )
 from memkit._net import is_loopback
 from memkit.server._auth import LOCAL_GRANT, Grant, ScopeForbidden, find_grant, scope_for
-from memkit.server._errors import ERROR_RESPONSES, AuthError
+from memkit.server._errors import ERROR_RESPONSES, PRECONDITION_RESPONSE, AuthError
 from memkit.server._events import Streams
 from memkit.server._schemas import (
     ENTITY_FILTER,
@@ -235,23 +236,52 @@ async def search_post(body: SearchBody, grant: Auth, mem: Mem) -> SearchResult:
                             scopes=scopes)
 
 
+def etag(item: MemoryItem) -> str:
+    """The memory's version as an entity tag: its ``updated_at`` as the JSON shows it, quoted
+    (a client that listed the memory can send ``If-Match`` without reading it again)."""
+    return f'"{item.model_dump(mode="json", include={"updated_at"})["updated_at"]}"'
+
+
+def required_version(if_match: str | None, current: MemoryItem) -> datetime | None:
+    """The ``updated_at`` an update must still find, from ``If-Match`` (None: any; ``*``
+    asks only that the memory exists). StaleVersionError (412) if no tag names the
+    current version (strong comparison: a weak tag never matches)."""
+    if if_match is None or if_match.strip() == "*":
+        return None
+    if etag(current) not in [tag.strip() for tag in if_match.split(",")]:
+        raise StaleVersionError(f"memory {current.id} changed since the version in If-Match "
+                                f"(its ETag is now {etag(current)}); nothing was changed")
+    return current.updated_at
+
+
 @router.get("/memories/{memory_id}/", response_model=MemoryItem, summary="Get a memory")
 async def get_memory(
-    memory_id: str, grant: Auth, mem: Mem,
+    memory_id: str, grant: Auth, mem: Mem, response: Response,
     reinforce: Annotated[bool, Query(description=(
         "Count the read as a use (with reinforcement on); false only looks")),
     ] = True,
 ) -> MemoryItem:
-    return await visible(mem, grant, memory_id, reinforce)
+    """The ``ETag`` header names this version; send it back as ``If-Match`` to update it
+    only if nobody changed it since."""
+    item = await visible(mem, grant, memory_id, reinforce)
+    response.headers["ETag"] = etag(item)
+    return item
 
 
-@router.put("/memories/{memory_id}/", response_model=MemoryItem, summary="Update a memory")
-async def update_memory(memory_id: str, body: UpdateBody, grant: Auth, mem: Mem) -> MemoryItem:
-    await visible(mem, grant, memory_id)
+@router.put("/memories/{memory_id}/", response_model=MemoryItem, summary="Update a memory",
+            responses=PRECONDITION_RESPONSE)
+async def update_memory(
+    memory_id: str, body: UpdateBody, grant: Auth, mem: Mem, response: Response,
+    if_match: Annotated[str | None, Header(description=(
+        "The ETag of the version you edited: 412 if the memory changed since"))] = None,
+) -> MemoryItem:
+    expected = required_version(if_match, await visible(mem, grant, memory_id))
     item = await mem.update(memory_id, body.text, metadata=body.metadata,
                             expires_at=body.expires_at, memory_type=body.memory_type,
                             importance=body.importance, confidence=body.confidence,
-                            surface=body.surface)
+                            surface=body.surface,
+                            if_updated_at=expected)
+    response.headers["ETag"] = etag(item)
     return item
 
 

@@ -74,8 +74,13 @@ def test_memory_commands(tmp_path: Path) -> None:
     only = memkit_json(db, "search", "tea", "-u", "alice", "-f", '{"topic": "none"}')
     assert only["results"] == []
 
-    assert memkit_json(db, "get", tea)["metadata"]["topic"] == "drinks"
-    assert memkit_json(db, "update", tea, "I like black tea")["memory"] == "I like black tea"
+    read = memkit_json(db, "get", tea)
+    assert read["metadata"]["topic"] == "drinks"
+    assert memkit_json(db, "update", tea, "I like black tea", "--if-updated-at",
+                       read["updated_at"])["memory"] == "I like black tea"
+    stale = memkit(db, "update", tea, "I like mint tea", "--if-updated-at", read["updated_at"],
+                   check=False)
+    assert stale.returncode == 1 and "StaleVersionError" in stale.stderr
     events = [h["event"] for h in memkit_json(db, "history", tea)]
     assert events == ["ADD", "UPDATE"]
 

@@ -83,6 +83,9 @@ async def test_every_tool_over_stdio() -> None:
         updated = await _call(session, "update_memory", memory_id=tea,
                               text="User likes black tea")
         assert updated["memory"] == "User likes black tea"
+        stale = await session.call_tool("update_memory", {
+            "memory_id": tea, "text": "User likes mint tea", "if_updated_at": got["updated_at"]})
+        assert stale.is_error and "StaleVersionError" in str(stale.content)  # nothing changed
         history = await _call(session, "memory_history", memory_id=tea)
         assert [h["event"] for h in history["results"]] == ["ADD", "UPDATE"]
         versions = await _call(session, "memory_versions", memory_id=tea)

@@ -198,3 +198,30 @@ def test_a_delete_records_who_asked(client: Client) -> None:
     assert c.delete(f"/v1/memories/{memory_id}/", params={"actor_id": "support-desk"}).status_code == 200
     history = c.get(f"/v1/memories/{memory_id}/history/").json()
     assert history[-1]["event"] == "DELETE" and history[-1]["actor_id"] == "support-desk"
+
+
+def test_an_update_with_if_match_refuses_to_overwrite_a_change_made_since(client: Client) -> None:
+    c = client("open-key")
+    memory_id = c.post("/v1/memories/", json={"messages": "I like green tea", "user_id": _user(),
+                                              "infer": False}).json()["results"][0]["id"]
+    read = c.get(f"/v1/memories/{memory_id}/")
+    assert read.headers["ETag"] == f'"{read.json()["updated_at"]}"'
+    mine = read.headers["ETag"]
+    theirs = c.put(f"/v1/memories/{memory_id}/", json={"text": "I like black tea"},
+                   headers={"If-Match": mine})
+    assert theirs.status_code == 200 and theirs.headers["ETag"] != mine
+    assert theirs.headers["ETag"] == c.get(f"/v1/memories/{memory_id}/").headers["ETag"]
+    for tag in (mine, f"W/{theirs.headers['ETag']}", '"nope"'):
+        stale = c.put(f"/v1/memories/{memory_id}/", json={"text": "I like mint tea"},
+                      headers={"If-Match": tag})
+        assert stale.status_code == 412, stale.text
+        assert stale.json()["error"]["type"] == "precondition_failed"
+        assert theirs.headers["ETag"] in stale.json()["error"]["message"]
+    assert c.get(f"/v1/memories/{memory_id}/").json()["memory"] == "I like black tea"
+    assert [h["event"] for h in c.get(f"/v1/memories/{memory_id}/history/").json()] == [
+        "ADD", "UPDATE"]
+    for tag in (f'"nope", {theirs.headers["ETag"]}', "*"):
+        assert c.put(f"/v1/memories/{memory_id}/", json={"importance": 0.5},
+                     headers={"If-Match": tag}).status_code == 200
+    assert c.put(f"/v1/memories/{uuid.uuid4()}/", json={"text": "x"},
+                 headers={"If-Match": mine}).status_code == 404
