@@ -1,4 +1,5 @@
-"""Concurrent async embeddings are coalesced into few model calls, each caller gets its rows."""
+"""Concurrent async embeddings are coalesced into few model calls, each caller gets its rows
+(or its own error)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import threading
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 
+from memkit import EmbeddingError
 from memkit.embeddings.base import Matrix
 from memkit.embeddings.batching import MicroBatcher
 from memkit.testing import HashEmbedder
@@ -76,3 +79,31 @@ def test_each_event_loop_has_its_own_queue() -> None:
     for _ in range(2):  # a closed loop's queue must not block the next loop
         rows = asyncio.run(batcher.embed(["x"]))
         assert rows.shape[0] == 1
+
+
+@pytest.mark.timeout(120)  # the callers of a cancelled batching task waited for ever
+def test_a_cancelled_batching_task_fails_its_callers_instead_of_leaving_them_waiting() -> None:
+    inside, go = threading.Event(), threading.Event()
+
+    def model(texts: Sequence[str]) -> Matrix:
+        inside.set()
+        go.wait(60)
+        return HashEmbedder().embed(texts)
+
+    batcher = MicroBatcher(model)
+
+    async def main() -> tuple[list[object], Matrix]:
+        running = asyncio.create_task(batcher.embed(["tea"]))
+        await asyncio.to_thread(inside.wait)
+        waiting = asyncio.create_task(batcher.embed(["coffee"]))  # for the next batch
+        await asyncio.sleep(0)
+        callers = {asyncio.current_task(), running, waiting}
+        for task in asyncio.all_tasks() - callers:  # a shutdown that spares the callers
+            task.cancel()
+        go.set()
+        results = await asyncio.gather(running, waiting, return_exceptions=True)
+        return results, await batcher.embed(["after"])
+
+    results, after = asyncio.run(main())
+    assert [type(r) for r in results] == [EmbeddingError, EmbeddingError]
+    assert after.shape == (1, HashEmbedder().dimension)

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from memkit._errors import EmbeddingError
+
 Rows = npt.NDArray[np.float32]
 Waiting = tuple[tuple[str, ...], "asyncio.Future[Rows]"]
 
@@ -62,7 +64,10 @@ class MicroBatcher:
         return await future
 
     async def _drain(self, queue: _Queue) -> None:
-        """Run batches until no call is waiting; calls arriving meanwhile join the next one."""
+        """Run batches until no call is waiting; calls arriving meanwhile join the next one.
+        Cancelled (a shutdown that cancels every task but its own), it fails the calls it
+        leaves, which would otherwise wait for ever."""
+        batch: list[Waiting] = []
         try:
             while queue.waiting:
                 batch = self._take(queue)
@@ -81,6 +86,10 @@ class MicroBatcher:
                     _settle(future, answer)
         finally:
             queue.running = False
+            left, queue.waiting = [*batch, *queue.waiting], []
+            for _, future in left:
+                _settle(future, EmbeddingError("the embedding was cancelled with memkit's "
+                                               "batching task"))
 
     async def _one_by_one(self, batch: list[Waiting]) -> None:
         """Each call of a failed batch on its own, at once (as if never batched), so a
