@@ -200,7 +200,15 @@ def test_edit_makes_a_new_version_and_revert_undoes_it(page: Any, site: Site) ->
     expect(page.locator("#status")).to_contain_text("Reverted")
 
 
-def test_an_edit_never_overwrites_a_change_made_meanwhile(page: Any, site: Site) -> None:
+def refused_saves(browser: Browser) -> int:
+    """How many 412s the console shows (a refused save, on purpose), clearing them."""
+    refused = [e for e in browser.errors if "412 (Precondition Failed)" in e]
+    browser.errors[:] = [e for e in browser.errors if e not in refused]
+    return len(refused)
+
+
+def test_an_edit_never_overwrites_a_change_made_meanwhile(page: Any, site: Site,
+                                                          browser: Browser) -> None:
     id = remember(site.api, "Alice drinks her coffee black", user_id="alice")["id"]
     open_memory(page, id, "Alice drinks her coffee black")
     expect(page.locator("#live")).to_have_text("live")
@@ -213,10 +221,42 @@ def test_an_edit_never_overwrites_a_change_made_meanwhile(page: Any, site: Site)
     expect(page.locator("textarea[aria-label='New text']")).to_have_value("Alice drinks her coffee with milk")
     page.click("button:text-is('Save')")
     expect(page.locator("#status")).to_contain_text("Not saved: this memory changed elsewhere")
+    assert refused_saves(browser) == 1
     assert site.api.get(f"/v1/memories/{id}/").json()["memory"] == "Alice drinks her coffee with sugar"
     page.click("#stale-refresh")
     expect(page.locator(".memory-text")).to_have_text("Alice drinks her coffee with sugar")
     expect(page.locator("#stale")).to_be_hidden()
+
+
+def test_a_change_landing_while_save_is_on_its_way_is_not_overwritten(page: Any, site: Site,
+                                                                     browser: Browser) -> None:
+    id = remember(site.api, "Alice walks to work", user_id="alice")["id"]
+    open_memory(page, id, "Alice walks to work")
+    page.click("button:text-is('Edit')")
+    page.fill("textarea[aria-label='New text']", "Alice cycles to work")
+    sent: list[str | None] = []
+
+    def meanwhile(route: Any) -> None:  # the other change commits just before the page's PUT
+        if route.request.method == "PUT":
+            sent.append(route.request.headers.get("if-match"))
+            changed = site.api.put(f"/v1/memories/{id}/", json={"text": "Alice drives to work"})
+            assert changed.status_code == 200, changed.text
+        route.continue_()
+
+    page.route(f"**/v1/memories/{id}/", meanwhile)
+    try:
+        page.click("button:text-is('Save')")
+        expect(page.locator("#status")).to_contain_text("Not saved: this memory changed elsewhere")
+    finally:
+        page.unroute(f"**/v1/memories/{id}/", meanwhile)
+    assert len(sent) == 1 and sent[0] and refused_saves(browser) == 1
+    expect(page.locator("#stale")).to_be_visible()
+    expect(page.locator("textarea[aria-label='New text']")).to_have_value("Alice cycles to work")
+    assert site.api.get(f"/v1/memories/{id}/").json()["memory"] == "Alice drives to work"
+    assert [h["event"] for h in site.api.get(f"/v1/memories/{id}/history/").json()] == [
+        "ADD", "UPDATE"]
+    page.click("#stale-refresh")
+    expect(page.locator(".memory-text")).to_have_text("Alice drives to work")
 
 
 def test_feedback_is_acknowledged(page: Any, site: Site) -> None:

@@ -33,8 +33,10 @@ function url(path, query) {
   return target;
 }
 
-export async function api(method, path, {query, body, signal} = {}) {
-  const init = {method, headers: headers(), signal, credentials: 'omit', cache: 'no-store'};
+/** `ifMatch`: the version a write is made from (the memory's ETag); 412 if it changed since. */
+export async function api(method, path, {query, body, signal, ifMatch} = {}) {
+  const init = {method, headers: headers(ifMatch ? {'If-Match': ifMatch} : {}), signal,
+                credentials: 'omit', cache: 'no-store'};
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);

@@ -68,19 +68,18 @@ function editor(ctx, item, rerender, state) {
       return ctx.say(`The metadata is not JSON: ${error.message}`, 'error');
     }
     try {
-      // the update has no precondition: a change made elsewhere since the editor opened would
-      // be overwritten unseen, so it is refused here and offered instead
-      const now = await optional(api('GET', `/v1/memories/${encodeURIComponent(item.id)}/`,
-                                     {query: {reinforce: false}}));
-      if (now?.updated_at !== item.updated_at) {
-        ctx.changedElsewhere();
-        return ctx.say('Not saved: this memory changed elsewhere since you opened the editor. ' +
-                       'Your text is still here; show the change, then edit again.', 'error');
-      }
-      await api('PUT', `/v1/memories/${encodeURIComponent(item.id)}/`, {body: {text: text.value, metadata: merge}});
+      // the version the editor opened on (the server's ETag): a change made elsewhere since
+      // is refused by the server (412; 404 once deleted) and offered instead of overwritten
+      await api('PUT', `/v1/memories/${encodeURIComponent(item.id)}/`,
+                {body: {text: text.value, metadata: merge}, ifMatch: `"${item.updated_at}"`});
       state.editing = false;
       rerender('Saved: the old text is now a past version.');
-    } catch (error) { ctx.fail(error); }
+    } catch (error) {
+      if (error.status !== 412 && error.status !== 404) return ctx.fail(error);
+      ctx.changedElsewhere();
+      ctx.say('Not saved: this memory changed elsewhere since you opened the editor. ' +
+              'Your text is still here; show the change, then edit again.', 'error');
+    }
   });
   return form;
 }
