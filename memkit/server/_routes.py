@@ -254,7 +254,12 @@ def required_version(if_match: str | None, current: MemoryItem) -> datetime | No
     return current.updated_at
 
 
-@router.get("/memories/{memory_id}/", response_model=MemoryItem, summary="Get a memory")
+_VERSIONED: dict[int | str, dict[str, Any]] = {200: {"headers": {"ETag": {
+    "description": "This version of the memory (for If-Match)", "schema": {"type": "string"}}}}}
+
+
+@router.get("/memories/{memory_id}/", response_model=MemoryItem, summary="Get a memory",
+            responses=_VERSIONED)
 async def get_memory(
     memory_id: str, grant: Auth, mem: Mem, response: Response,
     reinforce: Annotated[bool, Query(description=(
@@ -269,7 +274,7 @@ async def get_memory(
 
 
 @router.put("/memories/{memory_id}/", response_model=MemoryItem, summary="Update a memory",
-            responses=PRECONDITION_RESPONSE)
+            responses={**_VERSIONED, **PRECONDITION_RESPONSE})
 async def update_memory(
     memory_id: str, body: UpdateBody, grant: Auth, mem: Mem, response: Response,
     if_match: Annotated[str | None, Header(description=(

@@ -175,6 +175,10 @@ def test_health_and_openapi(base_url: str) -> None:
     paths = httpx.get(f"{base_url}/openapi.json").json()["paths"]
     assert {"/v1/memories/", "/v1/memories/search/", "/v1/memories/{memory_id}/",
             "/v1/memories/{memory_id}/history/", "/v1/reset/", "/v1/events"} <= set(paths)
+    one = paths["/v1/memories/{memory_id}/"]
+    assert "ETag" in one["get"]["responses"]["200"]["headers"]
+    assert "412" in one["put"]["responses"] and "ETag" in one["put"]["responses"]["200"]["headers"]
+    assert ("if-match", "header") in [(p["name"], p["in"]) for p in one["put"]["parameters"]]
 
 
 def test_search_takes_q_or_query_on_both_routes(client: Client) -> None:
