@@ -73,12 +73,19 @@ class BrowserGuard:
 
     A state-changing request (not GET, HEAD or OPTIONS) whose ``Origin`` is not the
     server's own is refused: a bearer key cannot be forged, but without keys (the
-    loopback-only mode) a form on any site could otherwise post here. Without keys the
-    ``Host`` must also name this machine, so a DNS name rebound to 127.0.0.1 cannot
-    read the API as its own origin. ``keys`` is the server's (live) key mapping.
+    loopback-only mode) a form on any site could otherwise post here. A read changes
+    state too (a search logged, a hit reinforced), so any request to the API (``/v1/``)
+    that a browser marks as sent by another site's page (``Sec-Fetch-Site: cross-site``,
+    or ``same-site``: another port of the same host is another program's page) is
+    refused as well; the dashboard's own requests say ``same-origin``, an address typed
+    or bookmarked says ``none``, and clients that are not browsers send no such header.
+    Without keys the ``Host`` must also name this machine, so a DNS name rebound to
+    127.0.0.1 cannot read the API as its own origin. ``keys`` is the server's (live) key
+    mapping.
     """
 
     SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
+    FOREIGN_SITES = frozenset({b"cross-site", b"same-site"})
 
     def __init__(self, app: ASGIApp, keys: Mapping[str, Any]) -> None:
         self.app = app
@@ -101,6 +108,13 @@ class BrowserGuard:
                 await refuse(send, 403, "forbidden",
                              "a request from another origin may not change anything")
                 return
+        site = headers.get(b"sec-fetch-site", b"").lower()
+        if site in self.FOREIGN_SITES and scope["path"].startswith("/v1/"):
+            await refuse(send, 403, "forbidden",
+                         f"a page of another site may not call this API (Sec-Fetch-Site: "
+                         f"{site.decode('latin-1')}); use the dashboard at /ui/ or a client "
+                         f"that is not a browser")
+            return
         await self.app(scope, receive, send)
 
 

@@ -104,3 +104,21 @@ def test_no_other_origin_may_change_anything_and_a_keyless_server_wants_a_local_
         assert forged.status_code == 403
         named = httpx.get(f"{url}/health", headers={"Host": "memkit.example"})
         assert named.status_code == 200  # with keys, any host name may serve the API
+
+
+def test_a_page_of_another_site_may_not_even_read_the_api() -> None:
+    """A read can change state (the search log, reinforcement), so what a browser says
+    another site's page sent is refused on /v1/, keys or not; what no browser marks, what
+    the server's own pages send and an address typed in are not."""
+    for keys, auth in (({}, {}), ({"k": {}}, {"Authorization": "Bearer k"})):
+        with serving(create_app(new_memory(), api_keys=keys)) as url:
+            for site in ("cross-site", "same-site", "Cross-Site"):
+                for path in ("/v1/stats/", "/v1/memories/?user_id=u", "/v1/events"):
+                    refused = httpx.get(f"{url}{path}", headers={"Sec-Fetch-Site": site, **auth})
+                    assert refused.status_code == 403, (site, path)
+                    assert f"Sec-Fetch-Site: {site.lower()}" in refused.json()["error"]["message"]
+                assert httpx.get(f"{url}/health", headers={"Sec-Fetch-Site": site}).status_code == 200
+            for site in ("same-origin", "none"):
+                fine = httpx.get(f"{url}/v1/stats/", headers={"Sec-Fetch-Site": site, **auth})
+                assert fine.status_code == 200, site
+            assert httpx.get(f"{url}/v1/stats/", headers=auth).status_code == 200

@@ -77,9 +77,9 @@ def _decide(fact: str, labels: dict[str, str]) -> dict[str, Any]:
     return {"event": "DELETE", "id": labels[fact.removeprefix("Forget: ")]}
 
 
-def new_memory(folder: Path) -> AsyncMemory:
+def new_memory(folder: Path, config: dict[str, Any] | None = None) -> AsyncMemory:
     store = SQLiteStore(str(folder / "memkit.db"))
-    return AsyncMemory(llm=ui_llm(), embedder=HashEmbedder(), vector_store=store,
+    return AsyncMemory(config, llm=ui_llm(), embedder=HashEmbedder(), vector_store=store,
                        graph_store=store.graph())
 
 

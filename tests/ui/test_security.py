@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse
 
 from memkit.server import create_app
 from memkit.ui import mount_ui
@@ -150,3 +154,44 @@ def test_a_right_to_left_override_turns_around_only_its_own_text(browser: Browse
     expect(page.locator("#main h1")).to_contain_text("agent helper")
     assert page.evaluate(ORDER, ["#main h1", "mallory", "agent helper"])  # the label's own order
     page.context.close()
+
+
+ELSEWHERE = "<!doctype html><title>Another site</title><p>Nothing to see.</p>"
+
+
+def test_a_page_of_another_site_cannot_make_the_browser_read_a_keyless_api(
+        browser: Browser, tmp_path: Path) -> None:
+    """A read changes state (here: the search log, and a read's reinforcement), so a page
+    elsewhere, on another host name (cross-site) or another port of this one (same-site),
+    is refused even a GET; the dashboard itself and clients that are not browsers are not."""
+    lifecycle = {"search_log": True, "reinforce": True, "flush_every": 1}
+    app = create_app(new_memory(tmp_path, {"lifecycle": lifecycle}), api_keys={})
+    mount_ui(app)
+    other = FastAPI()
+    other.get("/")(lambda: HTMLResponse(ELSEWHERE))
+    with serving(app) as url, serving(other) as there, httpx.Client(base_url=url) as api:
+        id = remember(api, "Alice likes green tea", user_id="alice")["id"]  # no Sec-Fetch-*: fine
+        search = f"{url}/v1/memories/search/?q=tea&user_id=alice"
+        page = browser.page()
+        for foreign in (there.replace("127.0.0.1", "localhost"), there):  # cross-, same-site
+            page.goto(f"{foreign}/")
+            sent = page.evaluate("""async urls => {
+                for (const url of urls) await fetch(url, {mode: 'no-cors'});
+                return urls.length;
+            }""", [search, f"{url}/v1/memories/{id}/", f"{url}/v1/memories/?user_id=alice"])
+            assert sent == 3
+            with page.expect_navigation() as followed:  # a link there, followed
+                page.evaluate("target => { location.href = target; }", search)
+            assert followed.value.status == 403
+            assert "another site" in page.inner_text("body")
+        assert api.get("/v1/searches/", params={"user_id": "alice"}).json() == []
+        item = api.get(f"/v1/memories/{id}/", params={"reinforce": False}).json()
+        assert item["access_count"] == 0
+        typed = page.goto(search)  # typed into the address bar (Sec-Fetch-Site: none)
+        assert typed is not None and typed.status == 200
+        page.goto(f"{url}/ui/#/memories?q=green")  # the dashboard: same-origin
+        page.select_option("#scope", json.dumps({"user_id": "alice"}, separators=(",", ":")))
+        expect(page.locator("table.list td.text")).to_have_text(["Alice likes green tea"])
+        queries = api.get("/v1/searches/", params={"user_id": "alice"}).json()
+        assert len(queries) >= 2  # the typed address's search and the dashboard's
+        page.context.close()
