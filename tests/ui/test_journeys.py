@@ -175,6 +175,31 @@ def test_a_filter_the_api_refuses_is_explained_beside_the_form_to_correct(page: 
     browser.errors.clear()  # the refused filter and the unknown id are a 400 and 404s, on purpose
 
 
+def test_a_metadata_key_named_like_an_object_internal_reaches_the_api(page: Any, site: Site) -> None:
+    odd = remember(site.api, "Alice tagged this oddly", user_id="alice",
+                   metadata={"__proto__": "x", "constructor": "y"})["id"]
+    try:
+        for line in ("__proto__=x", "constructor=y"):
+            page.goto(page.url.split("#")[0] + "#/memories")
+            expect(page.locator("table.list tbody tr")).to_have_count(50)  # this view's form
+            page.fill("textarea[name=meta]", line)
+            page.click("button:text-is('Go')")
+            expect(page.locator("table.list tbody tr")).to_have_text([re.compile("tagged this oddly")])
+    finally:
+        assert site.api.delete(f"/v1/memories/{odd}/", params={"hard": True}).status_code == 200
+
+
+def test_a_field_that_is_not_a_number_or_a_date_is_named_with_its_value(page: Any) -> None:
+    base = page.url.split("#")[0]
+    for address, said in (("min_importance=abc", 'min_importance must be a number, got "abc"'),
+                          ("min_importance=Infinity", 'min_importance must be a number, got "Infinity"'),
+                          ("after=someday", 'after must be a date (YYYY-MM-DD), got "someday"')):
+        page.goto(f"{base}#/memories?{address}")
+        expect(page.locator("#main p.errors")).to_have_text(said)
+    page.goto(f"{base}#/memories?min_importance=0.7")
+    expect(page.locator("table.list tbody tr")).to_have_text([re.compile("green tea")])
+
+
 def open_memory(page: Any, id: str, text: str) -> None:
     page.goto(page.url.split("#")[0] + f"#/memory/{id}")
     expect(page.locator(".memory-text")).to_have_text(text)

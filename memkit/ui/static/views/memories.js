@@ -7,24 +7,40 @@ const PAGE = 50;
 const SEARCH_PAGE = 20;
 const MODES = ['hybrid', 'vector', 'keyword'];
 
-/** The filter of the form's fields (type, importance, time, metadata `key=value` lines). */
+/** The form's field `name` (from the page's address) read by `parse`, which returns
+ *  undefined for what it cannot read: then an error naming the field and its value. */
+function param(params, name, what, parse) {
+  const raw = params.get(name);
+  const value = parse(raw);
+  if (value === undefined) throw new Error(`${name} must be ${what}, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+const number = raw => (raw.trim() && Number.isFinite(Number(raw)) ? Number(raw) : undefined);
+const date = raw => { const d = new Date(raw); return Number.isNaN(d.getTime()) ? undefined : d.toISOString(); };
+
+/** The filter of the form's fields (type, importance, time, metadata `key=value` lines).
+ *  Built in a Map: a metadata key such as `__proto__` set on a plain object would change
+ *  its prototype instead and never reach the API. */
 export function filterOf(params) {
-  const filter = {};
-  if (params.get('type')) filter.memory_type = params.get('type');
-  if (params.get('min_importance')) filter.importance = {gte: Number(params.get('min_importance'))};
+  const filter = new Map();
+  if (params.get('type')) filter.set('memory_type', params.get('type'));
+  if (params.get('min_importance')) {
+    filter.set('importance', {gte: param(params, 'min_importance', 'a number', number)});
+  }
   const created = {};
-  if (params.get('after')) created.gte = new Date(params.get('after')).toISOString();
-  if (params.get('before')) created.lt = new Date(params.get('before')).toISOString();
-  if (Object.keys(created).length) filter.created_at = created;
+  if (params.get('after')) created.gte = param(params, 'after', 'a date (YYYY-MM-DD)', date);
+  if (params.get('before')) created.lt = param(params, 'before', 'a date (YYYY-MM-DD)', date);
+  if (Object.keys(created).length) filter.set('created_at', created);
   for (const line of (params.get('meta') || '').split('\n')) {
     const at = line.indexOf('=');
     if (at < 1) continue;
     const name = line.slice(0, at).trim(), raw = line.slice(at + 1).trim();
     let value = raw;
     try { value = JSON.parse(raw); } catch { /* a plain string */ }
-    filter[name] = value;
+    filter.set(name, value);
   }
-  return Object.keys(filter).length ? filter : null;
+  return filter.size ? Object.fromEntries(filter) : null;  // own properties, `__proto__` too
 }
 
 function field(label, input) {
