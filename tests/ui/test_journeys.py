@@ -299,10 +299,38 @@ def test_delete_then_purge(page: Any, site: Site) -> None:
     expect(page.locator("table.history")).to_contain_text("DELETE")
     assert site.api.get(f"/v1/memories/{doomed}/").status_code == 404
     page.click("button:text-is('Purge')")
-    page.click("button:text-is('Purge it for good?')")
+    expect(page.locator(".actions .warning")).to_have_text(
+        "Purging removes this memory for good: its only version (none is current now) and its "
+        "history (only a PURGE row without text stays for each version).")
+    page.click("button:text-is('Purge all of it for good?')")
     expect(page.locator("#status")).to_contain_text("Purged")
     expect(page.locator("#main h1")).to_contain_text("Memories of")
     assert site.api.get(f"/v1/memories/{doomed}/versions/").status_code == 404
+
+
+def test_purging_from_a_past_version_says_the_whole_memory_goes(page: Any, site: Site,
+                                                                browser: Browser) -> None:
+    id = remember(site.api, "Alice reads one book a month", user_id="alice")["id"]
+    for text in ("Alice reads two books a month", "Alice reads three books a month"):
+        assert site.api.put(f"/v1/memories/{id}/", json={"text": text}).status_code == 200
+    oldest = site.api.get(f"/v1/memories/{id}/versions/").json()[0]["id"]
+    open_memory(page, oldest, "Alice reads one book a month")
+    expect(page.locator("#main h1")).to_have_text("A past version")
+    expect(page.locator("dl.facts").first).to_contain_text(oldest)  # this version, not the current
+    page.click("button:text-is('Purge')")
+    expect(page.locator(".actions .warning")).to_have_text(
+        "Purging removes the whole memory for good, not only this past version: its current "
+        "text “Alice reads three books a month”, all 2 of its past versions and its history "
+        "(only a PURGE row without text stays for each version).")
+    page.locator("#main h1").click()  # the focus elsewhere: not confirmed, nothing said
+    expect(page.locator(".actions .warning")).to_have_count(0)
+    expect(page.locator("button:text-is('Purge')")).to_be_visible()
+    page.click("button:text-is('Purge')")
+    page.click("button:text-is('Purge all of it for good?')")
+    expect(page.locator("#status")).to_contain_text("Purged")
+    assert site.api.get(f"/v1/memories/{id}/versions/").status_code == 404
+    assert [r["event"] for r in site.api.get(f"/v1/memories/{id}/history/").json()] == ["PURGE"]
+    browser.errors.clear()  # a past version has no history of its own: a 404, on purpose
 
 
 def test_the_graph_clicks_through_to_a_neighbour_and_its_memories(page: Any, site: Site) -> None:

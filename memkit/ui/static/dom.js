@@ -79,15 +79,18 @@ export function inScope(scope, event) {
   return Object.entries(scope || {}).every(([name, value]) => event.data[name] === value);
 }
 
-/** A button that asks for a second click before it acts. */
-export function confirmButton(label, confirmLabel, action, props = {}) {
+/** A button that asks for a second click before it acts; `warning`, if given, is said
+ *  beside it while it waits (what the action removes). */
+export function confirmButton(label, confirmLabel, action, props = {}, warning = null) {
   let armed = false;
   const button = h('button', {type: 'button', ...props}, label);
+  const said = warning ? h('p', {class: 'warning', role: 'alert'}, warning) : null;
   button.addEventListener('click', async () => {
     if (!armed) {
       armed = true;
       button.textContent = confirmLabel;
       button.classList.add('armed');
+      if (said) button.after(said);
       return;
     }
     button.disabled = true;
@@ -97,6 +100,7 @@ export function confirmButton(label, confirmLabel, action, props = {}) {
     armed = false;
     button.textContent = label;
     button.classList.remove('armed');
+    said?.remove();
   });
   return button;
 }

@@ -1,9 +1,33 @@
 // One memory: its text, metadata and validity, its versions and history, and what to do with it.
 
 import {api} from '../api.js';
-import {append, confirmButton, diffView, fmtDate, fmtNum, h, isolated, scopeLabel} from '../dom.js';
+import {append, confirmButton, diffView, excerpt, fmtDate, fmtNum, h, isolated, scopeLabel} from '../dom.js';
 
 const REVERTIBLE = new Set(['ADD', 'UPDATE', 'DELETE']);
+
+/** Whether `version` is valid now: not ended, not expired, already begun. */
+function isCurrent(version, now = Date.now()) {
+  return !version.valid_to && !(version.expires_at && Date.parse(version.expires_at) <= now) &&
+    !(version.valid_from && Date.parse(version.valid_from) > now);
+}
+
+/** What a purge removes, said before it is confirmed: the API purges the whole chain, from
+ *  any of its versions (there is no purge of one past version alone). */
+function purgeWarning(id, versions) {
+  const last = versions?.[versions.length - 1];
+  const trace = 'and its history (only a PURGE row without text stays for each version).';
+  if (!last) return 'Purging removes what is left of this memory for good: its history.';
+  const what = last.id === id ? 'this memory for good'
+                              : 'the whole memory for good, not only this past version';
+  if (!isCurrent(last)) {
+    const n = versions.length;
+    return `Purging removes ${what}: ${n === 1 ? 'its only version' : `all ${n} of its versions`} ` +
+           `(none is current now) ${trace}`;
+  }
+  const past = versions.length - 1;
+  const older = past === 0 ? '' : past === 1 ? ', its past version' : `, all ${past} of its past versions`;
+  return `Purging removes ${what}: its current text “${isolated(excerpt(last.memory, 200))}”${older} ${trace}`;
+}
 
 async function optional(request) {
   try { return await request; } catch (error) { if (error.status === 404) return null; throw error; }
@@ -89,14 +113,11 @@ export async function renderMemory(ctx, root, id) {
   const [versions, rows] = await Promise.all([
     optional(api('GET', `${path}/versions/`)), optional(api('GET', `${path}/history/`))]);
   const last = versions?.[versions.length - 1];
-  const now = Date.now();
-  const current = last && last.id === id && !last.valid_to &&
-    !(last.expires_at && Date.parse(last.expires_at) <= now) &&
-    !(last.valid_from && Date.parse(last.valid_from) > now);
+  const current = last && last.id === id && isCurrent(last);
   const item = current ? await optional(api('GET', `${path}/?reinforce=false`)) : null;
   const state = {editing: false};
   const rerender = message => { ctx.go(`#/memory/${encodeURIComponent(id)}`); if (message) setTimeout(() => ctx.say(message), 50); };
-  const shown = item || versions?.[versions.length - 1];
+  const shown = item || versions?.find(version => version.id === id) || last;
   if (!shown && !rows) {
     append(root, h('h1', {tabindex: -1}, 'No such memory'), h('p', {}, `Nothing is stored under ${id} (purged?).`));
     return null;
@@ -121,13 +142,13 @@ export async function renderMemory(ctx, root, id) {
         catch (error) { ctx.fail(error); }
       }));
   }
-  actions.append(confirmButton('Purge', 'Purge it for good?', async () => {
+  actions.append(confirmButton('Purge', 'Purge all of it for good?', async () => {
     try {
       await api('DELETE', `${path}/`, {query: {hard: true}});
       ctx.go('#/memories');
       setTimeout(() => ctx.say('Purged: the memory and its past versions are gone for good.'), 50);
     } catch (error) { ctx.fail(error); }
-  }, {class: 'danger'}));
+  }, {class: 'danger'}, purgeWarning(id, versions)));
   append(root, 
     h('h1', {tabindex: -1}, item ? 'Memory' : last && last.id !== id ? 'A past version' : 'Memory (no longer valid)'),
     shown ? h('blockquote', {class: 'memory-text'}, shown.memory) : null,
