@@ -168,9 +168,11 @@ class DiscardEvents(Returns[None]):
 @dataclass(frozen=True, slots=True)
 class ForgetScope(Returns[None]):
     """-> None: every history row (not PURGE rows) and logged search of ``scope`` (each
-    field given must match) is deleted"""
+    field given must match) is deleted; no search of it begun by ``purged_at`` is logged
+    later"""
 
     scope: tuple[tuple[str, str], ...]
+    purged_at: str
 
 
 @dataclass(frozen=True, slots=True)

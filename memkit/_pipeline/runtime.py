@@ -329,8 +329,8 @@ def store_job(effect: Effect | WriteEffect, store: VectorStore, history: History
             return job(history.forget, history.aforget, memory_ids)
         case DiscardEvents(event_ids):
             return job(history.discard, history.adiscard, event_ids)
-        case ForgetScope(scope):
-            return job(history.forget_scope, history.aforget_scope, dict(scope))
+        case ForgetScope(scope, purged_at):
+            return job(history.forget_scope, history.aforget_scope, dict(scope), purged_at)
         case Scrub():
             return job(_scrub, _ascrub, store, history, graph)
         case Insert(records):

@@ -3,6 +3,16 @@
 It sits beside the history table (``<history table>_searches``) and holds no
 query text unless the caller kept it (``lifecycle.search_log_text``). SQL here
 uses ``:name`` parameters; PostgreSQL's module turns them into ``%(name)s``.
+
+A search that read the store before a purge may come to log itself after the purge
+deleted the logged searches it concerns. So a search is logged only if none of the
+ids it returned has a ``PURGE`` row and its scope has no purge marker
+(``<history table>_purges``: the scope and the time of each scope purge) at or after
+the time the search began. The other half is on the purge's side: writing ``PURGE``
+rows deletes the logged searches that returned those ids, and a scope purge writes
+its marker with the deletion of the scope's searches; whichever of the two writes
+comes second sees the first (SQLite: one writer at a time; PostgreSQL: a lock,
+:func:`memkit.history.postgres.search_log_lock`).
 """
 
 from __future__ import annotations
@@ -28,12 +38,32 @@ def searches_schema(history_table: str) -> list[str]:
         " query_hash TEXT NOT NULL, query TEXT, k INTEGER NOT NULL, result_ids TEXT NOT NULL,"
         " latency_ms REAL NOT NULL, user_id TEXT, agent_id TEXT, run_id TEXT)",
         f'CREATE INDEX IF NOT EXISTS "{table}_time" ON "{table}" (timestamp)',
+        f'CREATE TABLE IF NOT EXISTS "{history_table}_purges" (timestamp TEXT NOT NULL,'
+        " user_id TEXT, agent_id TEXT, run_id TEXT)",
+        f'CREATE INDEX IF NOT EXISTS "{history_table}_purges_time"'
+        f' ON "{history_table}_purges" (timestamp)',
     ]
 
 
-def insert_searches(history_table: str) -> str:
+def insert_searches(history_table: str, listed_ids: str) -> str:
+    """Log a search unless a purge came after its read (see the module's docstring);
+    ``listed_ids``: the dialect's rows of the ids in the JSON array ``:result_ids``."""
+    in_scope = " AND ".join(f"(p.{f} IS NULL OR p.{f} = :{f})" for f in SCOPE_FIELDS)
     return (f'INSERT INTO "{history_table}_searches" ({", ".join(COLUMNS)})'
-            f" VALUES ({', '.join(':' + c for c in COLUMNS)})")
+            f" SELECT {', '.join(':' + c for c in COLUMNS)}"
+            f' WHERE NOT EXISTS (SELECT 1 FROM "{history_table}" WHERE event = \'PURGE\''
+            f" AND memory_id IN ({listed_ids}))"
+            f' AND NOT EXISTS (SELECT 1 FROM "{history_table}_purges" AS p'
+            f" WHERE p.timestamp >= :timestamp AND {in_scope})")
+
+
+def insert_purge_marker(history_table: str, scope: Mapping[str, str],
+                        purged_at: str) -> tuple[str, dict[str, Any]]:
+    """Note that ``scope`` was purged at ``purged_at``: no search of it made until then is
+    logged any more."""
+    values = {"timestamp": to_iso(purged_at), **{f: scope.get(f) for f in SCOPE_FIELDS}}
+    return (f'INSERT INTO "{history_table}_purges" ({", ".join(values)})'
+            f" VALUES ({', '.join(':' + f for f in values)})", values)
 
 
 def search_row(entry: SearchLogEntry) -> dict[str, Any]:

@@ -70,16 +70,22 @@ class HistoryStore(ABC):
         await asyncio.to_thread(self.discard, event_ids)
 
     @abstractmethod
-    def forget_scope(self, scope: Mapping[str, str]) -> None:
+    def forget_scope(self, scope: Mapping[str, str], purged_at: str) -> None:
         """Delete every record and logged search of ``scope`` (every field given must
-        match), except ``PURGE`` records."""
+        match), except ``PURGE`` records. A store that keeps a search log also notes that
+        ``scope`` was purged at ``purged_at`` (an ISO time): a search of the scope that
+        began by then and comes to log itself later is not logged."""
 
     def scrub(self) -> None:  # noqa: B027 - optional
         """After a purge: make what was deleted unreadable from the engine's files where this
         store can (SQLite: write the WAL into the file and empty it)."""
 
     def log_searches(self, entries: Sequence[SearchLogEntry]) -> None:
-        """Append searches to the search log (``lifecycle.search_log``)."""
+        """Append searches to the search log (``lifecycle.search_log``), except those that
+        a purge came after: an entry that returned an id with a ``PURGE`` record, or whose
+        scope was purged (:meth:`forget_scope`) at or after its timestamp. :meth:`add` of
+        ``PURGE`` records deletes the logged searches that returned their ids, so a search
+        that read a memory before its purge is never in the log after it."""
         raise NotImplementedError(f"{type(self).__name__} keeps no search log")
 
     def searches(self, scope: Mapping[str, str], limit: int) -> list[SearchLogEntry]:
@@ -134,8 +140,8 @@ class HistoryStore(ABC):
     async def aforget(self, memory_ids: Sequence[str]) -> None:
         await asyncio.to_thread(self.forget, memory_ids)
 
-    async def aforget_scope(self, scope: Mapping[str, str]) -> None:
-        await asyncio.to_thread(self.forget_scope, scope)
+    async def aforget_scope(self, scope: Mapping[str, str], purged_at: str) -> None:
+        await asyncio.to_thread(self.forget_scope, scope, purged_at)
 
     async def ascrub(self) -> None:
         await asyncio.to_thread(self.scrub)

@@ -39,6 +39,7 @@ from memkit._time import to_datetime
 from memkit.history._feed import FEED_EVENTS, Beacon, ChangeSignal, bad_position
 from memkit.history._locks import EVERY_KEY
 from memkit.history._searches import (
+    insert_purge_marker,
     insert_searches,
     pyformat,
     search_entry,
@@ -179,6 +180,10 @@ class PostgresHistory(PoolOwner, HistoryStore):
         """Append ``records`` and notify the change feed: one statement (a round trip) for
         up to :data:`INSERT_ROWS` records; also run inside a vector store's transaction."""
         table = sql.Identifier(self.table).as_string(None)
+        purged = [r.memory_id for r in records if r.event == "PURGE"]
+        if purged:  # and so, the searches that returned them (_searches.py)
+            yield search_log_lock(self.table, shared=False)
+            yield self._forget_searches(purged)
         for start in range(0, len(records), INSERT_ROWS):
             params = Params("h")
             rows = ", ".join(f"({', '.join(map(params.add, _values(record)))})"
@@ -231,8 +236,9 @@ class PostgresHistory(PoolOwner, HistoryStore):
 
     def _reset_op(self) -> Op[None]:
         yield Statement(sql.SQL("DELETE FROM {t}").format(t=self._table))
-        yield Statement(sql.SQL("DELETE FROM {t}").format(
-            t=sql.Identifier(f"{self.table}_searches")))
+        for logged in ("searches", "purges"):
+            yield Statement(sql.SQL("DELETE FROM {t}").format(
+                t=sql.Identifier(f"{self.table}_{logged}")))
 
     def _forget_op(self, memory_ids: Sequence[str]) -> Op[None]:
         ids = {"ids": list(memory_ids)}
@@ -242,23 +248,32 @@ class PostgresHistory(PoolOwner, HistoryStore):
             "DELETE FROM {t} WHERE event = 'CONSOLIDATE' AND EXISTS (SELECT 1 FROM"
             " unnest(%(ids)s::text[]) AS f(id) WHERE strpos(new_value, '\"' || f.id || '\"') > 0)"
         ).format(t=self._table), ids)
-        yield Statement(sql.SQL("DELETE FROM {t} WHERE result_ids::jsonb ?| %(ids)s").format(
-            t=sql.Identifier(f"{self.table}_searches")), ids)
+        yield self._forget_searches(memory_ids)
+
+    def _forget_searches(self, memory_ids: Sequence[str]) -> Statement:
+        """Delete the logged searches that returned any of ``memory_ids``."""
+        return Statement(sql.SQL("DELETE FROM {t} WHERE result_ids::jsonb ?| %(ids)s").format(
+            t=sql.Identifier(f"{self.table}_searches")), {"ids": list(memory_ids)})
 
     def _discard_op(self, event_ids: Sequence[str]) -> Op[None]:
         yield Statement(sql.SQL("DELETE FROM {t} WHERE id = ANY(%(ids)s)").format(t=self._table),
                         {"ids": list(event_ids)})
 
-    def _forget_scope_op(self, scope: Mapping[str, str]) -> Op[None]:
+    def _forget_scope_op(self, scope: Mapping[str, str], purged_at: str) -> Op[None]:
         where, params = searches_where(scope)
         condition = sql.SQL(pyformat(where))
+        yield search_log_lock(self.table, shared=False)
         yield Statement(sql.SQL("DELETE FROM {t} WHERE {c} AND event <> 'PURGE'").format(
             t=self._table, c=condition), params)
         yield Statement(sql.SQL("DELETE FROM {t} WHERE {c}").format(
             t=sql.Identifier(f"{self.table}_searches"), c=condition), params)
+        marker, values = insert_purge_marker(self.table, scope, purged_at)
+        yield Statement(sql.SQL(pyformat(marker)), values)
 
     def _log_op(self, entries: Sequence[SearchLogEntry]) -> Op[None]:
-        yield Statement(sql.SQL(pyformat(insert_searches(self.table))),
+        yield search_log_lock(self.table, shared=True)
+        listed = "SELECT jsonb_array_elements_text(CAST(CAST(:result_ids AS text) AS jsonb))"
+        yield Statement(sql.SQL(pyformat(insert_searches(self.table, listed))),
                         [search_row(e) for e in entries], many=True)
 
     def _searches_op(self, scope: Mapping[str, str], limit: int) -> Op[list[SearchLogEntry]]:
@@ -269,8 +284,9 @@ class PostgresHistory(PoolOwner, HistoryStore):
     def drop(self) -> None:
         """Delete the table."""
         with psycopg.connect(self.dsn) as conn:
-            drive(conn, _one(sql.SQL("DROP TABLE IF EXISTS {t}, {s}").format(
-                t=self._table, s=sql.Identifier(f"{self.table}_searches"))))
+            drive(conn, _one(sql.SQL("DROP TABLE IF EXISTS {t}, {s}, {p}").format(
+                t=self._table, s=sql.Identifier(f"{self.table}_searches"),
+                p=sql.Identifier(f"{self.table}_purges"))))
         self._ready = False
 
     # -- sync and async ---------------------------------------------------
@@ -327,8 +343,8 @@ class PostgresHistory(PoolOwner, HistoryStore):
     def forget(self, memory_ids: Sequence[str]) -> None:
         self._run(self._forget_op(memory_ids))
 
-    def forget_scope(self, scope: Mapping[str, str]) -> None:
-        self._run(self._forget_scope_op(scope))
+    def forget_scope(self, scope: Mapping[str, str], purged_at: str) -> None:
+        self._run(self._forget_scope_op(scope, purged_at))
 
     def discard(self, event_ids: Sequence[str]) -> None:
         self._run(self._discard_op(event_ids))
@@ -339,8 +355,8 @@ class PostgresHistory(PoolOwner, HistoryStore):
     async def aforget(self, memory_ids: Sequence[str]) -> None:
         await self._arun(self._forget_op(memory_ids))
 
-    async def aforget_scope(self, scope: Mapping[str, str]) -> None:
-        await self._arun(self._forget_scope_op(scope))
+    async def aforget_scope(self, scope: Mapping[str, str], purged_at: str) -> None:
+        await self._arun(self._forget_scope_op(scope, purged_at))
 
     async def aadd(self, records: Sequence[HistoryRecord]) -> None:
         await self._arun(self.insert_op(records))
@@ -398,6 +414,15 @@ def _lock_op(collection: str, key: str) -> Op[None]:
     yield Statement(sql.SQL("SELECT pg_advisory_xact_lock_shared(%(k)s)"), {"k": every})
     yield Statement(sql.SQL("SELECT pg_advisory_xact_lock(%(k)s)"),
                     {"k": advisory_key("memkit-writers", collection, key)})
+
+
+def search_log_lock(table: str, *, shared: bool) -> Statement:
+    """Held until the transaction ends: shared by a search being logged, exclusive by a
+    purge's writes to the history, so that the later of the two reads what the earlier
+    wrote (a statement sees only what committed before it began)."""
+    call = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+    return Statement(sql.SQL(f"SELECT {call}(%(k)s)"),
+                     {"k": advisory_key("memkit-search-log", table)})
 
 
 def _one(query: sql.Composed) -> Op[None]:

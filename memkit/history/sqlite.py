@@ -25,6 +25,7 @@ from memkit._time import to_datetime, to_iso
 from memkit.history._feed import FEED_EVENTS, Beacon, ChangeSignal, bad_position, polling
 from memkit.history._locks import FileLocks
 from memkit.history._searches import (
+    insert_purge_marker,
     insert_searches,
     search_entry,
     search_row,
@@ -289,11 +290,14 @@ class SQLiteHistory(HistoryStore):
         if not records:
             return
         marks = ", ".join("?" * len(_COLUMNS))
+        purged = [r.memory_id for r in records if r.event == "PURGE"]
         with self._db.write() as conn:
             conn.executemany(
                 f'INSERT INTO "{self._table}" ({", ".join(_COLUMNS)}) VALUES ({marks})',
                 [_to_row(r) for r in records],
             )
+            if purged:  # what a search that read them before the purge logged since
+                self._forget_searches(conn, json.dumps(purged))
 
     def get(self, memory_id: str) -> list[HistoryRecord]:
         with self._db.snapshot() as conn:
@@ -315,6 +319,7 @@ class SQLiteHistory(HistoryStore):
         with self._db.write() as conn:
             conn.execute(f'DELETE FROM "{self._table}"')
             conn.execute(f'DELETE FROM "{self._table}_searches"')
+            conn.execute(f'DELETE FROM "{self._table}_purges"')
 
     def forget(self, memory_ids: Sequence[str]) -> None:
         listed = json.dumps(list(memory_ids))
@@ -324,29 +329,35 @@ class SQLiteHistory(HistoryStore):
             conn.execute(f'DELETE FROM "{self._table}" WHERE event = \'CONSOLIDATE\' AND EXISTS'
                          " (SELECT 1 FROM json_each(?) AS f"
                          " WHERE instr(new_value, '\"' || f.value || '\"') > 0)", (listed,))
-            conn.execute(
-                f'DELETE FROM "{self._table}_searches" WHERE EXISTS (SELECT 1 FROM'
-                " json_each(result_ids) AS r WHERE r.value IN (SELECT value FROM json_each(?)))",
-                (listed,))
+            self._forget_searches(conn, listed)
+
+    def _forget_searches(self, conn: sqlite3.Connection, listed: str) -> None:
+        """Delete the logged searches that returned any id of the JSON array ``listed``."""
+        conn.execute(
+            f'DELETE FROM "{self._table}_searches" WHERE EXISTS (SELECT 1 FROM'
+            " json_each(result_ids) AS r WHERE r.value IN (SELECT value FROM json_each(?)))",
+            (listed,))
 
     def discard(self, event_ids: Sequence[str]) -> None:
         with self._db.write() as conn:
             conn.execute(f'DELETE FROM "{self._table}" WHERE id IN'
                          " (SELECT value FROM json_each(?))", (json.dumps(list(event_ids)),))
 
-    def forget_scope(self, scope: Mapping[str, str]) -> None:
+    def forget_scope(self, scope: Mapping[str, str], purged_at: str) -> None:
         where, params = searches_where(scope)
         with self._db.write() as conn:
             conn.execute(f'DELETE FROM "{self._table}" WHERE {where} AND event <> \'PURGE\'',
                          params)
             conn.execute(f'DELETE FROM "{self._table}_searches" WHERE {where}', params)
+            conn.execute(*insert_purge_marker(self._table, scope, purged_at))
 
     def scrub(self) -> None:
         self._db.checkpoint()
 
     def log_searches(self, entries: Sequence[SearchLogEntry]) -> None:
         with self._db.write() as conn:
-            conn.executemany(insert_searches(self._table), [search_row(e) for e in entries])
+            conn.executemany(insert_searches(self._table, "SELECT value FROM json_each(:result_ids)"),
+                             [search_row(e) for e in entries])
 
     def searches(self, scope: Mapping[str, str], limit: int) -> list[SearchLogEntry]:
         query, params = select_searches(self._table, scope, limit)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -16,6 +17,10 @@ from memkit import AsyncMemory, MemkitError, Memory, NotFoundError
 from memkit.history.base import HistoryStore
 from memkit.history.postgres import PostgresHistory
 from memkit.history.sqlite import SQLiteHistory
+from memkit.stores.base import VectorStore
+from memkit.stores.memory import InMemoryStore
+from memkit.stores.pgvector import PgVectorStore
+from memkit.stores.sqlite import SQLiteStore
 from memkit.testing import HashEmbedder, ScriptedLLM
 from tests.conftest import engine_address, unique_name
 from tests.pipeline.conftest import MakeMemory, Shell
@@ -23,22 +28,32 @@ from tests.pipeline.test_lifecycle import START, Clock, decaying
 
 
 class Logged:
-    """A memory over a history store whose search table the test reads raw."""
+    """A memory's store and history, whose search table the test reads raw. ``kind``: the
+    history's engine, beside an in-memory store; ``-store``: the history in the vector
+    store's own file or database, written in the store's transactions."""
 
     def __init__(self, kind: str, tmp_path: Any) -> None:
         self.kind = kind
-        if kind == "sqlite":
+        self.clock = Clock()
+        self.store: VectorStore = InMemoryStore()
+        if kind.startswith("sqlite"):
             self.path = str(tmp_path / "history.db")
+            self.table = "history"
             self.history: HistoryStore = SQLiteHistory(self.path)
+            if kind == "sqlite-store":
+                store = SQLiteStore(self.path, collection_name="c")
+                self.store, self.table, self.history = store, "c_history", store.history()
         else:
             self.dsn = engine_address("MEMKIT_TEST_PG_DSN")
             self.table = unique_name("h")
             self.history = PostgresHistory(self.dsn, table=self.table)
+            if kind == "postgres-store":
+                self.store = PgVectorStore(self.dsn, collection_name=unique_name("c"))
 
     def raw_rows(self) -> list[tuple[Any, ...]]:
-        if self.kind == "sqlite":
+        if self.kind.startswith("sqlite"):
             with sqlite3.connect(self.path) as conn:
-                return conn.execute('SELECT * FROM "history_searches"').fetchall()
+                return conn.execute(f'SELECT * FROM "{self.table}_searches"').fetchall()
         import psycopg
 
         with psycopg.connect(self.dsn) as conn:
@@ -49,7 +64,7 @@ class Logged:
             self.history.drop()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "sqlite-store", "postgres-store"])
 def logged(request: pytest.FixtureRequest, shell: str, tmp_path: Any) -> Iterator[Any]:
     made: list[tuple[Shell, Logged]] = []
     loop = asyncio.new_event_loop()
@@ -57,9 +72,8 @@ def logged(request: pytest.FixtureRequest, shell: str, tmp_path: Any) -> Iterato
     def make(**lifecycle: Any) -> tuple[Shell, Logged]:
         where = Logged(str(request.param), tmp_path / str(len(made)))
         cls = Memory if shell == "sync" else AsyncMemory
-        memory = cls({"vector_store": {"provider": "memory"}, "lifecycle": lifecycle},
-                     llm=ScriptedLLM(), embedder=HashEmbedder(), history=where.history,
-                     clock=Clock())
+        memory = cls({"lifecycle": lifecycle}, llm=ScriptedLLM(), embedder=HashEmbedder(),
+                     vector_store=where.store, history=where.history, clock=where.clock)
         made.append((Shell(memory, loop), where))
         return made[-1]
 
@@ -103,6 +117,82 @@ def test_search_log_keeps_the_query_text_when_enabled(logged: Any) -> None:
     m.search("green tea secret", user_id="u")
     assert m.search_log(user_id="u")[0].query == "green tea secret"
     assert any("green tea secret" in str(value) for value in where.raw_rows()[0])
+
+
+def interleave(m: Shell, history: HistoryStore, name: str, act: Callable[[], Any], *,
+               first: bool = True) -> None:
+    """Run ``act`` (a purge, a search) just before (``first``) or just after the history's
+    ``name`` (or its async twin) writes: as another process or thread would."""
+    if m.is_async:
+        real_async = getattr(history, f"a{name}")
+
+        async def acted(*args: Any) -> None:
+            if not first:
+                await real_async(*args)
+            done = act()
+            if inspect.isawaitable(done):
+                await done
+            if first:
+                await real_async(*args)
+
+        setattr(history, f"a{name}", acted)
+        return
+    real = getattr(history, name)
+
+    def synced(*args: Any) -> None:
+        if not first:
+            real(*args)
+        act()
+        if first:
+            real(*args)
+
+    setattr(history, name, synced)
+
+
+def restore(history: HistoryStore, name: str) -> None:
+    vars(history).pop(name, None)
+    vars(history).pop(f"a{name}", None)
+
+
+def test_a_search_read_before_a_purge_is_not_logged_after_it(logged: Any) -> None:
+    """The purge lands between the search's read and its log: the late entry would keep
+    the purged id and the purged user's query; a search of another user stays logged."""
+    m, where = logged(search_log=True, search_log_text=True)
+    secret = m.add("User's code is zanzibar", user_id="u", infer=False).results[0]
+    m.search("code zanzibar", user_id="other")
+    interleave(m, where.history, "log_searches", lambda: m.memory.purge(user_id="u"))
+    assert [r.id for r in m.search("code zanzibar", user_id="u").results] == [secret.id]
+    restore(where.history, "log_searches")
+    assert m.search_log(user_id="u") == [] and len(m.search_log()) == 1
+    [row] = where.raw_rows()
+    assert secret.id not in str(row) and "other" in row
+    where.clock.advance(1)  # a search made after the purge is logged again
+    m.add("User's code is new", user_id="u", infer=False)
+    m.search("code new", user_id="u")
+    assert [e.query for e in m.search_log(user_id="u")] == ["code new"]
+
+
+def test_a_search_that_found_nothing_is_not_logged_after_its_scopes_purge(logged: Any) -> None:
+    m, where = logged(search_log=True, search_log_text=True)
+    interleave(m, where.history, "log_searches", lambda: m.memory.purge(user_id="u"))
+    assert m.search("my secret question", user_id="u").results == []
+    assert m.search_log() == [] and where.raw_rows() == []
+
+
+def test_a_search_logged_while_a_purge_runs_is_deleted_with_the_purged_memory(
+        logged: Any) -> None:
+    """The search reads the memory and logs it after the purge deleted the memory's logged
+    searches but before the memory itself goes: writing its PURGE row deletes the entry."""
+    m, where = logged(search_log=True)
+    gone = m.add("User's code is zanzibar", user_id="u", infer=False).results[0]
+    kept = m.add("User plays chess", user_id="u", infer=False).results[0]
+    interleave(m, where.history, "forget", lambda: m.memory.search("code zanzibar", user_id="u"),
+               first=False)
+    m.delete(gone.id, hard=True)
+    restore(where.history, "forget")
+    assert m.get(gone.id) is None and m.search_log() == []
+    m.search("chess", user_id="u")
+    assert [e.result_ids[0] for e in m.search_log(user_id="u")] == [kept.id]
 
 
 @pytest.mark.parametrize("store_name", ["memory", "sqlite", "pgvector"])

@@ -53,7 +53,7 @@ class RecordingHistory(HistoryStore):
     def discard(self, event_ids: Sequence[str]) -> None:
         self.rows = [r for r in self.rows if r.id not in event_ids]
 
-    def forget_scope(self, scope: Mapping[str, str]) -> None:
+    def forget_scope(self, scope: Mapping[str, str], purged_at: str) -> None:
         self.rows = [r for r in self.rows if r.event == "PURGE"
                      or any(getattr(r, f) != v for f, v in scope.items())]
 

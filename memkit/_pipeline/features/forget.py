@@ -4,7 +4,8 @@ the records.
 A purge (and a hard delete, the purge of one version chain) removes the texts everywhere
 memkit wrote them: the records (past versions too, and so the keyword index), their
 history rows and the ``CONSOLIDATE`` rows that name them, the logged searches that
-returned them, and in the graph their ids on the relations, the relations they alone
+returned them (the history sees to a search that read them before and logs itself after:
+:mod:`memkit.history._searches`), and in the graph their ids on the relations, the relations they alone
 supported and the entities left with no relation.
 Purging a whole scope (no filter) also deletes that scope's graph, history and search
 log outright. What was purged leaves one ``PURGE`` history row per record, holding no
@@ -101,7 +102,7 @@ def purge_flow(scope: Scope, filter: Filter | None, now: str, graph: bool,
                                     ("run_id", scope.run_id)) if v is not None}
         if graph:
             yield from ask(ForgetGraphScope(tuple(fields.items())))
-        yield from ask(ForgetScope(tuple(fields.items())))
+        yield from ask(ForgetScope(tuple(fields.items()), now))
     yield from ask(Scrub())
     return removed
 
