@@ -29,8 +29,8 @@ from tests.pipeline.test_lifecycle import START, Clock, decaying
 
 class Logged:
     """A memory's store and history, whose search table the test reads raw. ``kind``: the
-    history's engine, beside an in-memory store; ``-store``: the history in the vector
-    store's own file or database, written in the store's transactions."""
+    history's engine, beside an in-memory store; ``sqlite-store`` and ``pgvector``: the
+    history in the vector store's own file or database, written in its transactions."""
 
     def __init__(self, kind: str, tmp_path: Any) -> None:
         self.kind = kind
@@ -47,7 +47,7 @@ class Logged:
             self.dsn = engine_address("MEMKIT_TEST_PG_DSN")
             self.table = unique_name("h")
             self.history = PostgresHistory(self.dsn, table=self.table)
-            if kind == "postgres-store":
+            if kind == "pgvector":
                 self.store = PgVectorStore(self.dsn, collection_name=unique_name("c"))
 
     def raw_rows(self) -> list[tuple[Any, ...]]:
@@ -64,7 +64,7 @@ class Logged:
             self.history.drop()
 
 
-@pytest.fixture(params=["sqlite", "postgres", "sqlite-store", "postgres-store"])
+@pytest.fixture(params=["sqlite", "postgres", "sqlite-store", "pgvector"])
 def logged(request: pytest.FixtureRequest, shell: str, tmp_path: Any) -> Iterator[Any]:
     made: list[tuple[Shell, Logged]] = []
     loop = asyncio.new_event_loop()
