@@ -8,12 +8,16 @@ import asyncio
 import hashlib
 import inspect
 import sqlite3
+import threading
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from memkit import AsyncMemory, MemkitError, Memory, NotFoundError
+from memkit import AsyncMemory, HistoryRecord, MemkitError, Memory, NotFoundError, SearchLogEntry
+from memkit._postgres import advisory_key, drive
 from memkit.history.base import HistoryStore
 from memkit.history.postgres import PostgresHistory
 from memkit.history.sqlite import SQLiteHistory
@@ -193,6 +197,39 @@ def test_a_search_logged_while_a_purge_runs_is_deleted_with_the_purged_memory(
     assert m.get(gone.id) is None and m.search_log() == []
     m.search("chess", user_id="u")
     assert [e.result_ids[0] for e in m.search_log(user_id="u")] == [kept.id]
+
+
+def test_postgres_logs_a_search_only_after_a_purge_being_written_commits(pg_dsn: str) -> None:
+    """The log's check and a purge's PURGE rows in two open transactions at once: without
+    the search log's lock neither would see the other (each statement reads what committed
+    before it began), and the entry would outlive the purge."""
+    import psycopg
+
+    history = PostgresHistory(pg_dsn, table=unique_name("h"))
+    history.open()
+    purge = HistoryRecord(id=str(uuid.uuid4()), memory_id="m1", event="PURGE", timestamp=START,
+                          is_deleted=True, user_id="u")
+    entry = SearchLogEntry(id=str(uuid.uuid4()), timestamp=START, query_hash="0" * 64,
+                           query="code zanzibar", k=1, result_ids=["m1"], latency_ms=1.0,
+                           user_id="u")
+    key = advisory_key("memkit-search-log", history.table)
+    logging = threading.Thread(target=history.log_searches, args=([entry],))
+    try:
+        with psycopg.connect(pg_dsn) as conn, conn.transaction():
+            drive(conn, history.insert_op([purge]))  # the purge's lock, held until it commits
+            logging.start()
+            deadline = time.monotonic() + 60
+            while not conn.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                    " AND classid::bigint = %s AND objid::bigint = %s",
+                    ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF)).fetchone()[0]:  # type: ignore[index]
+                assert logging.is_alive() and time.monotonic() < deadline, "the log did not wait"
+        logging.join()
+        assert history.searches({}, 10) == [] and history.get("m1") == [purge]
+    finally:
+        if logging.ident is not None:
+            logging.join()
+        history.drop()
 
 
 @pytest.mark.parametrize("store_name", ["memory", "sqlite", "pgvector"])
