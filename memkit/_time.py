@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 
 def utcnow() -> datetime:
@@ -37,3 +37,15 @@ def _utc(dt: datetime) -> datetime:
 def to_iso(value: datetime | str | int | float) -> str:
     """``YYYY-MM-DDTHH:MM:SS.ffffff+00:00``: fixed width, so it sorts as time."""
     return to_datetime(value).isoformat(timespec="microseconds")
+
+
+def after(stamp: str, now: str) -> str:
+    """``now``, or a microsecond past ``stamp`` when ``now`` is not past it: a change
+    stamped so is later than the change before it, whatever the clocks of the processes
+    and machines that wrote them, so ``updated_at`` tells a memory's versions apart."""
+    if now > stamp:
+        return now
+    try:
+        return to_iso(to_datetime(stamp) + timedelta(microseconds=1))
+    except OverflowError:  # the last microsecond of year 9999
+        return stamp

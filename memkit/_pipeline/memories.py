@@ -59,7 +59,7 @@ from memkit._pipeline.write.versions import (
     superseded_by,
     valid_at,
 )
-from memkit._time import to_iso, utcnow
+from memkit._time import after, to_iso, utcnow
 from memkit.stores.base import Record, WriteBatch, hash_filter
 
 T = TypeVar("T")
@@ -133,16 +133,15 @@ def unchanged(record: Record, now: str) -> Filter:
 
 
 def _following(memory_id: str, now: str) -> Flow[tuple[Record, str]]:
-    """The current memory and the time to stamp its change with: never before its last
-    change, whatever the clocks of the processes that wrote it (a memory another process
-    deleted "later" is gone now)."""
+    """The current memory and the time to stamp its change with: never before its version
+    began, whatever the clocks of the processes that wrote it (a memory another process
+    deleted "later" is gone now). Its ``updated_at`` may run a microsecond or so past the
+    clock (:func:`~memkit._time.after`): that orders versions, not validity."""
     checked = memory_id_of(memory_id)
     record: Record | None = None if checked is None else (yield from ask(Get(checked)))
-    if record is not None:
-        now = max(now, record.updated_at)
-    if record is None or not is_valid(record, now):
+    if record is None or not is_valid(record, max(now, record.updated_at)):
         raise NotFoundError(f"no memory with id {memory_id!r}"[:300])
-    return record, now
+    return record, max(now, record.valid_from or record.created_at)
 
 
 def _again(make: Callable[[], Flow[T]]) -> Flow[T]:
@@ -189,7 +188,8 @@ def _update(memory_id: str, text: str | None, metadata: dict[str, object] | None
             fields["metadata"] = {**record.metadata, **metadata}
         if expires_at is not None:
             fields["expires_at"] = expires_at
-        changed = replace(record, updated_at=now, vector=None, **fields)  # type: ignore[arg-type]
+        changed = replace(record, updated_at=after(record.updated_at, now), vector=None,
+                          **fields)  # type: ignore[arg-type]
         yield from apply(WriteBatch(updates=[changed], dedup_scope=scope_key(record),
                                     requires=unchanged(record, now)))
         return changed.to_item()
@@ -199,6 +199,8 @@ def _update(memory_id: str, text: str | None, metadata: dict[str, object] | None
     if expires_at is not None:
         changes["expires_at"] = expires_at
     updated, past = revise(record, text, now, vectors[0], vectors[1], **changes)
+    # valid from now, but stamped after the last change even when the clock has not passed it
+    updated = replace(updated, updated_at=after(record.updated_at, now))
     history = [history_row(record, "UPDATE", record.memory, text, now)]
     yield from apply(WriteBatch(updates=[updated], versions=[past], history=history,
                                 dedup_scope=scope_key(record), requires=unchanged(record, now)))
@@ -355,7 +357,8 @@ def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:
         past = replace(record, id=str(uuid.uuid4()), vector=vectors[0],
                        valid_from=record.valid_from or record.created_at)
         batch.versions.append(past)
-        batch.updates.append(replace(record, valid_from=now, valid_to=None, updated_at=now,
+        batch.updates.append(replace(record, valid_from=now, valid_to=None,
+                                     updated_at=after(record.updated_at, now),
                                      supersedes=past.id, vector=None))
         row = history_row(record, "ADD", None, record.memory, now)
     row = row.model_copy(update={"reverts": event_id})
@@ -367,13 +370,13 @@ def revert_flow(event_id: str, now: str) -> Flow[HistoryRecord]:
 def _revert_status(event: HistoryRecord, record: Record, change: tuple[str, str],
                    now: str) -> Flow[HistoryRecord]:
     """Undo a task's status change: the old status back, in place."""
-    before, after = change
-    if record.metadata.get("status") != after or not is_valid(record, now):
+    before, then = change
+    if record.metadata.get("status") != then or not is_valid(record, now):
         raise ConflictError(f"task {record.id} changed after event {event.id}; "
                             "revert the later events first")
-    row = history_row(record, "UPDATE", STATUS_PREFIX + after, STATUS_PREFIX + before, now)
+    row = history_row(record, "UPDATE", STATUS_PREFIX + then, STATUS_PREFIX + before, now)
     row = row.model_copy(update={"reverts": event.id})
-    changed = replace(record, updated_at=now, vector=None,
+    changed = replace(record, updated_at=after(record.updated_at, now), vector=None,
                       metadata={**record.metadata, "status": before})
     yield from apply(WriteBatch(updates=[changed], history=[row], dedup_scope=scope_key(record)))
     return row

@@ -99,3 +99,22 @@ def test_a_change_committed_between_the_check_and_the_write_is_kept(
     assert m.get(read.id).memory == "Likes coffee"
     assert [(h.event, h.new_value) for h in m.history(read.id)] == [
         ("ADD", "Likes tea"), ("UPDATE", "Likes coffee")]
+
+
+def test_a_change_stamped_by_a_clock_that_has_not_moved_is_still_a_new_version(
+        make_memory: MakeMemory) -> None:
+    # another process's clock behind this one's, or a stopped clock: each change is still
+    # stamped after the one before it, so the version read before it is refused
+    m = make_memory(clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    read = m.get(m.add("Buy milk", user_id="u", infer=False, memory_type="task").results[0].id)
+    changes = [lambda: m.update(read.id, metadata={"k": 1}),
+               lambda: m.update_task(read.id, status="done"),
+               lambda: m.update(read.id, "Buy oat milk")]
+    seen = [read.updated_at]
+    for change in changes:
+        change()
+        seen.append(m.get(read.id).updated_at)
+        with pytest.raises(StaleVersionError):
+            m.update(read.id, "Buy bread", if_updated_at=seen[-2])
+    assert seen == sorted(set(seen))  # each change strictly later than the one before
+    assert m.update(read.id, "Buy bread", if_updated_at=seen[-1]).memory == "Buy bread"

@@ -38,7 +38,7 @@ from memkit._pipeline.features.graph_writes import apply_with_validity, validity
 from memkit._pipeline.features.lifecycle import Lifecycle, flush_flow, scope_key
 from memkit._pipeline.write.apply import scan, transaction
 from memkit._pipeline.write.versions import end, valid_at
-from memkit._time import to_datetime
+from memkit._time import after, to_datetime
 from memkit.stores.base import Record, WriteBatch
 
 WORD_OVERLAP = 0.5
@@ -137,7 +137,7 @@ def merge(cluster: list[Record], lifecycle: Lifecycle, now: str) -> tuple[Record
                 metadata[key] = [*metadata[key], *(v for v in value if v not in metadata[key])]
     importances = [r.importance for r in cluster if r.importance is not None]
     accesses = sum(r.access_count or 0 for r in cluster)
-    united = replace(keeper, metadata=metadata, updated_at=max(keeper.updated_at, now),
+    united = replace(keeper, metadata=metadata, updated_at=after(keeper.updated_at, now),
                      importance=max(importances) if importances else None,
                      access_count=accesses or keeper.access_count, vector=None)
     return united, others

@@ -30,7 +30,7 @@ from memkit._pipeline.effects import AppendLog, Embed, Flow, ReadNotes, Transact
 from memkit._pipeline.inputs import Scope, bounded_int, text_hash
 from memkit._pipeline.write.apply import apply_flow, history_row, scan
 from memkit._pipeline.write.versions import end, valid_at
-from memkit._time import to_datetime
+from memkit._time import after, to_datetime
 from memkit.stores.base import Record, Vector, WriteBatch
 
 NOTES_SOURCE = "notes"
@@ -150,7 +150,7 @@ def _write(scope: Scope, folder: str, path: str, of_file: Filter, chunks: Sequen
             batch.history.append(history_row(batch.adds[-1], "ADD", None, chunk.text, now))
             added += 1
         elif not _in_place(held, chunk):
-            batch.updates.append(replace(held, vector=None, updated_at=now,
+            batch.updates.append(replace(held, vector=None, updated_at=after(held.updated_at, now),
                                          metadata={**held.metadata, **_location(chunk)}))
             moved += 1
     if batch.adds or batch.updates:

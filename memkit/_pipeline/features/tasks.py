@@ -10,6 +10,7 @@ from memkit._pipeline.effects import Flow
 from memkit._pipeline.features.task_fields import STATUS_PREFIX, task_status_of
 from memkit._pipeline.memories import current_flow
 from memkit._pipeline.write.apply import apply, history_row, scope_key
+from memkit._time import after
 from memkit.stores.base import WriteBatch
 
 
@@ -22,7 +23,7 @@ def update_task_flow(memory_id: str, status: str, now: str) -> Flow[MemoryItem]:
         raise InvalidArgument(f"memory {record.id} is not a task (its memory_type is "
                           f"{record.memory_type!r}); add tasks with memory_type='task'")
     before = record.metadata.get("status")
-    changed = replace(record, updated_at=now, vector=None,
+    changed = replace(record, updated_at=after(record.updated_at, now), vector=None,
                       metadata={**record.metadata, "status": checked})
     history = [] if before == checked else [
         history_row(record, "UPDATE", STATUS_PREFIX + str(before), STATUS_PREFIX + checked, now)]
