@@ -236,7 +236,8 @@ class AsyncMemory(Client):
 
     async def reset(self) -> None:
         """See :meth:`Memory.reset`."""
-        return await self._runtime.arun(reset_flow(self._settings.graph is not None))
+        return await self._runtime.arun(reset_flow(self._settings.graph is not None,
+                                                   self._settings.now))
 
     async def repair(self) -> int:
         """See :meth:`Memory.repair`."""

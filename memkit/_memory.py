@@ -315,7 +315,7 @@ class Memory(Client):
 
     def reset(self) -> None:
         """Delete every memory, all history and the search log, and the graph."""
-        return self._runtime.run(reset_flow(self._settings.graph is not None))
+        return self._runtime.run(reset_flow(self._settings.graph is not None, self._settings.now))
 
     def repair(self) -> int:
         """Write to the graph what changes left owed when the graph store failed after their

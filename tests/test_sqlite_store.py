@@ -207,7 +207,7 @@ def test_history_is_chronological_with_insertion_order_breaking_ties(tmp_path: P
     history.add([_row("m", "ADD"), _row("m", "DELETE").model_copy(update={"is_deleted": True})])
     assert [h.event for h in history.get("m")] == ["ADD", "DELETE", "UPDATE"]
     assert history.get("m")[1].is_deleted is True
-    history.reset()
+    history.reset("2026-01-01T00:00:00+00:00")
     assert history.get("m") == []
     history.close()
     history.close()

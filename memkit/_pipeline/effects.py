@@ -146,7 +146,10 @@ class ResetStore(Returns[None]):
 
 @dataclass(frozen=True, slots=True)
 class ResetHistory(Returns[None]):
-    """-> None"""
+    """-> None: every history row and logged search is deleted; no search begun by
+    ``cleared_at`` is logged later"""
+
+    cleared_at: str
 
 
 @dataclass(frozen=True, slots=True)

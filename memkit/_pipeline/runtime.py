@@ -323,8 +323,8 @@ def store_job(effect: Effect | WriteEffect, store: VectorStore, history: History
             return job(history.searches, history.asearches, dict(scope), limit)
         case ResetStore():
             return job(store.reset, store.areset)
-        case ResetHistory():
-            return job(history.reset, history.areset)
+        case ResetHistory(cleared_at):
+            return job(history.reset, history.areset, cleared_at)
         case ForgetHistory(memory_ids):
             return job(history.forget, history.aforget, memory_ids)
         case DiscardEvents(event_ids):

@@ -5,14 +5,14 @@ query text unless the caller kept it (``lifecycle.search_log_text``). SQL here
 uses ``:name`` parameters; PostgreSQL's module turns them into ``%(name)s``.
 
 A search that read the store before a purge may come to log itself after the purge
-deleted the logged searches it concerns. So a search is logged only if none of the
-ids it returned has a ``PURGE`` row and its scope has no purge marker
-(``<history table>_purges``: the scope and the time of each scope purge) at or after
-the time the search began. The other half is on the purge's side: writing ``PURGE``
-rows deletes the logged searches that returned those ids, and a scope purge writes
-its marker with the deletion of the scope's searches; whichever of the two writes
-comes second sees the first (SQLite: one writer at a time; PostgreSQL: a lock,
-:func:`memkit.history.postgres.search_log_lock`).
+deleted the logged searches it concerns. So a search is logged only if none of the ids
+it returned has a ``PURGE`` row and its scope has no purge marker at or after the time
+the search began (``<history table>_purges``: the scope and time of each scope purge; a
+reset's marker has no scope, so it covers every search). The other half is on the
+purge's side: writing ``PURGE`` rows deletes the logged searches that returned those
+ids, and a scope purge writes its marker with the deletion of the scope's searches;
+whichever of the two writes comes second sees the first (SQLite: one writer at a time;
+PostgreSQL: a lock, :func:`memkit.history.postgres.search_log_lock`).
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ def insert_searches(history_table: str, listed_ids: str) -> str:
 
 def insert_purge_marker(history_table: str, scope: Mapping[str, str],
                         purged_at: str) -> tuple[str, dict[str, Any]]:
-    """Note that ``scope`` was purged at ``purged_at``: no search of it made until then is
-    logged any more."""
+    """Note that ``scope`` (``{}``: every scope) was purged at ``purged_at``: no search of
+    it begun by then is logged any more."""
     values = {"timestamp": to_iso(purged_at), **{f: scope.get(f) for f in SCOPE_FIELDS}}
     return (f'INSERT INTO "{history_table}_purges" ({", ".join(values)})'
             f" VALUES ({', '.join(':' + f for f in values)})", values)

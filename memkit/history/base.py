@@ -30,8 +30,10 @@ class HistoryStore(ABC):
         """The record with this id, or ``None``."""
 
     @abstractmethod
-    def reset(self) -> None:
-        """Delete every record."""
+    def reset(self, cleared_at: str) -> None:
+        """Delete every record and logged search. A store that keeps a search log also
+        notes the time (ISO): a search that began by then and comes to log itself later
+        is not logged."""
 
     @contextmanager
     def lock(self, collection: str, key: str) -> Iterator[None]:
@@ -131,8 +133,8 @@ class HistoryStore(ABC):
     async def aevent(self, event_id: str) -> HistoryRecord | None:
         return await asyncio.to_thread(self.event, event_id)
 
-    async def areset(self) -> None:
-        await asyncio.to_thread(self.reset)
+    async def areset(self, cleared_at: str) -> None:
+        await asyncio.to_thread(self.reset, cleared_at)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)

@@ -234,11 +234,12 @@ class PostgresHistory(PoolOwner, HistoryStore):
         )
         return _history(rows[0]) if rows else None
 
-    def _reset_op(self) -> Op[None]:
-        yield Statement(sql.SQL("DELETE FROM {t}").format(t=self._table))
-        for logged in ("searches", "purges"):
-            yield Statement(sql.SQL("DELETE FROM {t}").format(
-                t=sql.Identifier(f"{self.table}_{logged}")))
+    def _reset_op(self, cleared_at: str) -> Op[None]:
+        yield search_log_lock(self.table, shared=False)
+        for table in (self.table, f"{self.table}_searches", f"{self.table}_purges"):
+            yield Statement(sql.SQL("DELETE FROM {t}").format(t=sql.Identifier(table)))
+        marker, values = insert_purge_marker(self.table, {}, cleared_at)
+        yield Statement(sql.SQL(pyformat(marker)), values)
 
     def _forget_op(self, memory_ids: Sequence[str]) -> Op[None]:
         ids = {"ids": list(memory_ids)}
@@ -337,8 +338,8 @@ class PostgresHistory(PoolOwner, HistoryStore):
     def event(self, event_id: str) -> HistoryRecord | None:
         return self._run(self._event_op(event_id))
 
-    def reset(self) -> None:
-        self._run(self._reset_op())
+    def reset(self, cleared_at: str) -> None:
+        self._run(self._reset_op(cleared_at))
 
     def forget(self, memory_ids: Sequence[str]) -> None:
         self._run(self._forget_op(memory_ids))
@@ -367,8 +368,8 @@ class PostgresHistory(PoolOwner, HistoryStore):
     async def aevent(self, event_id: str) -> HistoryRecord | None:
         return await self._arun(self._event_op(event_id))
 
-    async def areset(self) -> None:
-        await self._arun(self._reset_op())
+    async def areset(self, cleared_at: str) -> None:
+        await self._arun(self._reset_op(cleared_at))
 
     def log_searches(self, entries: Sequence[SearchLogEntry]) -> None:
         self._run(self._log_op(entries))

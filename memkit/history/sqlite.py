@@ -315,11 +315,11 @@ class SQLiteHistory(HistoryStore):
             ).fetchone()
         return None if row is None else _from_row(row)
 
-    def reset(self) -> None:
+    def reset(self, cleared_at: str) -> None:
         with self._db.write() as conn:
-            conn.execute(f'DELETE FROM "{self._table}"')
-            conn.execute(f'DELETE FROM "{self._table}_searches"')
-            conn.execute(f'DELETE FROM "{self._table}_purges"')
+            for table in (self._table, f"{self._table}_searches", f"{self._table}_purges"):
+                conn.execute(f'DELETE FROM "{table}"')
+            conn.execute(*insert_purge_marker(self._table, {}, cleared_at))
 
     def forget(self, memory_ids: Sequence[str]) -> None:
         listed = json.dumps(list(memory_ids))

@@ -183,6 +183,18 @@ def test_a_search_that_found_nothing_is_not_logged_after_its_scopes_purge(logged
     assert m.search_log() == [] and where.raw_rows() == []
 
 
+def test_a_search_read_before_a_reset_is_not_logged_after_it(logged: Any) -> None:
+    m, where = logged(search_log=True, search_log_text=True)
+    m.add("User's code is zanzibar", user_id="u", infer=False)
+    interleave(m, where.history, "log_searches", lambda: m.memory.reset())
+    assert len(m.search("code zanzibar", user_id="u").results) == 1
+    restore(where.history, "log_searches")
+    assert m.search_log() == [] and where.raw_rows() == []
+    where.clock.advance(1)
+    m.search("code zanzibar", user_id="u")
+    assert [e.query for e in m.search_log()] == ["code zanzibar"]
+
+
 def test_a_search_logged_while_a_purge_runs_is_deleted_with_the_purged_memory(
         logged: Any) -> None:
     """The search reads the memory and logs it after the purge deleted the memory's logged

@@ -44,7 +44,7 @@ class RecordingHistory(HistoryStore):
     def event(self, event_id: str) -> HistoryRecord | None:
         return next((r for r in self.rows if r.id == event_id), None)
 
-    def reset(self) -> None:
+    def reset(self, cleared_at: str) -> None:
         self.rows.clear()
 
     def forget(self, memory_ids: Sequence[str]) -> None:

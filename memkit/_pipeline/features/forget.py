@@ -21,7 +21,7 @@ closes (``RELATION_CLOSE``) the open relations no current memory supports any mo
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from memkit._filters import Filter, all_of
@@ -107,10 +107,12 @@ def purge_flow(scope: Scope, filter: Filter | None, now: str, graph: bool,
     return removed
 
 
-def reset_flow(graph: bool) -> Flow[None]:
-    """Every record, history row, logged search and (with a graph) entity and relation."""
+def reset_flow(graph: bool, clock: Callable[[], str]) -> Flow[None]:
+    """Every record, history row, logged search and (with a graph) entity and relation.
+    ``clock`` is read once the records are gone: a search begun by then may have read
+    them, so none of those is logged later."""
     yield from ask(ResetStore())
-    yield from ask(ResetHistory())
+    yield from ask(ResetHistory(clock()))
     if graph:
         yield from ask(ResetGraph())
     yield from ask(Scrub())
