@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 _os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 from memkit._errors import (
+    ClosedError,
     ConfigError,
     ConflictError,
     EmbeddingError,
@@ -90,8 +91,8 @@ _LAZY = {
 }
 
 __all__ = [
-    "MEMORY_TYPES", "TASK_STATUSES", "AddResult", "And", "AsyncMemory", "Change", "Condition",
-    "ConfigError",
+    "MEMORY_TYPES", "TASK_STATUSES", "AddResult", "And", "AsyncMemory", "Change", "ClosedError",
+    "Condition", "ConfigError",
     "ConflictError", "ConsolidationCluster", "ConsolidationResult",
     "DeleteResult", "EmbeddingError", "EntityGraph", "ExportedMemory", "Filter", "FilterError",
     "FolderWatch", "GraphEntity", "GraphError", "GraphRelation", "GraphStoreError", "HistoryList",

@@ -399,7 +399,10 @@ class AsyncMemory(Client):
 
     async def aclose(self) -> None:
         """Write buffered reinforcements, then release resources, closing async clients on
-        this event loop."""
+        this event loop. Closing again does nothing; any other call then raises
+        :class:`ClosedError`."""
+        if self._runtime.closed:
+            return
         try:
             await self._runtime.arun(flush_flow(self._settings.lifecycle))
         finally:

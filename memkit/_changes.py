@@ -34,6 +34,7 @@ class ChangeWatch:
     def __init__(self, runtime: Runtime, after: str | None, user_id: str | None,
                  agent_id: str | None, run_id: str | None, batch: int = 100) -> None:
         Scope.of(user_id, agent_id, run_id, required=False)  # bad input fails here, not later
+        runtime.refuse_closed()
         self._runtime = runtime
         self._scope = (user_id, agent_id, run_id)
         self.batch = batch
@@ -45,6 +46,7 @@ class ChangeWatch:
         self._beacon: Beacon | None = None
 
     async def __aenter__(self) -> ChangeWatch:
+        self._runtime.refuse_closed()
         history = self._runtime.history
         self._beacon = await self._stack.enter_async_context(history.follow())
         if self.position is None:
@@ -106,6 +108,7 @@ class PollingWatch:
     def __init__(self, runtime: Runtime, after: str | None, user_id: str | None,
                  agent_id: str | None, run_id: str | None, batch: int = 100) -> None:
         Scope.of(user_id, agent_id, run_id, required=False)
+        runtime.refuse_closed()
         self._runtime = runtime
         self._scope = (user_id, agent_id, run_id)
         self._batch = batch
@@ -115,6 +118,7 @@ class PollingWatch:
         self._open = False
 
     def __enter__(self) -> PollingWatch:
+        self._runtime.refuse_closed()
         if self.position is None:
             self.position = self._runtime.history.head()
         self._open = True

@@ -191,6 +191,7 @@ class Client:
                on_index: Callable[[IndexResult], Any] | None, user_id: str | None,
                agent_id: str | None, run_id: str | None) -> FolderWatch:
         """The watch runs the index with blocking calls in its thread, for either shell."""
+        self._runtime.refuse_closed()
         requests.index(self._settings, path, max_file_bytes, user_id, agent_id, run_id).close()  # arguments checked now
 
         def index() -> IndexResult:
@@ -207,7 +208,10 @@ class Client:
 
     def close(self) -> None:
         """Write buffered reinforcements, then release the store's, the history's and the
-        models' resources (from synchronous code: async clients are dropped, not awaited)."""
+        models' resources (from synchronous code: async clients are dropped, not awaited).
+        Closing again does nothing; any other call then raises :class:`ClosedError`."""
+        if self._runtime.closed:
+            return
         try:
             self._runtime.run(flush_flow(self._settings.lifecycle))
         finally:

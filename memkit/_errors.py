@@ -76,6 +76,16 @@ class StaleVersionError(ConflictError):
     answers 412 Precondition Failed to an ``If-Match`` that no longer matches."""
 
 
+class ClosedError(MemkitError, RuntimeError):
+    """The ``Memory`` or ``AsyncMemory`` was closed (``close()``, ``aclose()``, or the end of
+    its ``with`` block): nothing was read or changed. Create a new one to go on; closing
+    again is harmless."""
+
+    def __init__(self, message: str = "this memory is closed (by close(), aclose() or the end of "
+                                      "its with block); create a new one to go on") -> None:
+        super().__init__(message)
+
+
 class NotFoundError(MemkitError, KeyError):
     """No memory has the given id."""
 

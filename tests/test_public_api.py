@@ -19,6 +19,7 @@ EXPECTED = {
     "ReembedResult", "ScopeCount", "Mem0ImportResult", "import_mem0",
     "TASK_STATUSES", "FolderWatch", "IndexResult", "SkippedFile", "StartupContext", "StartupItem",
     "InvalidArgument", "StoreError", "GraphError", "GraphStoreError", "StaleVersionError",
+    "ClosedError",
 }
 
 
@@ -35,7 +36,7 @@ def test_errors_share_one_base_that_is_not_the_builtin() -> None:
     assert errors == {
         "MemkitError", "ScopeError", "FilterError", "VectorStoreError", "LLMError",
         "EmbeddingError", "NotFoundError", "ConfigError", "ConflictError", "InvalidArgument",
-        "StoreError", "GraphError", "GraphStoreError", "StaleVersionError"}
+        "StoreError", "GraphError", "GraphStoreError", "StaleVersionError", "ClosedError"}
     for name in errors:
         assert issubclass(getattr(memkit, name), memkit.MemkitError)
     for name in ("InvalidArgument", "ScopeError", "FilterError", "GraphError", "ConfigError"):
@@ -44,6 +45,7 @@ def test_errors_share_one_base_that_is_not_the_builtin() -> None:
         assert issubclass(getattr(memkit, name), memkit.StoreError)
         assert not issubclass(getattr(memkit, name), ValueError)
     assert issubclass(memkit.StaleVersionError, memkit.ConflictError)
+    assert not issubclass(memkit.ClosedError, memkit.StoreError)  # retrying will not help
     assert memkit.MemkitError is not MemoryError
     assert str(memkit.ScopeError()) == "At least one of user_id, agent_id, or run_id must be provided"
 

@@ -22,7 +22,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from memkit._errors import ConfigError, GraphStoreError, MemkitError, StoreError, VectorStoreError
+from memkit._errors import ClosedError, ConfigError, GraphStoreError, MemkitError, StoreError, VectorStoreError
 from memkit._pipeline.calls import Handlers, Job, job, local
 from memkit._pipeline.effects import (
     AppendHistory,
@@ -107,6 +107,8 @@ class Runtime:
         #: crashed process left owed); a store error there is logged, and the work stays owed
         self.on_open: Callable[[], Flow[Any]] | None = None
         self._opened = False
+        #: set by close()/aclose(): every later call raises ClosedError, touching nothing
+        self.closed = False
         self._open_lock = threading.Lock()
         self._aopen_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary())
@@ -129,8 +131,15 @@ class Runtime:
                 return local(time.perf_counter)
         return store_job(effect, self.store, self.history, self.store, self.graph)
 
+    def refuse_closed(self) -> None:
+        """Raise :class:`ClosedError` once the runtime is closed (before any component call:
+        a closed store fails in its own words, or not at all)."""
+        if self.closed:
+            raise ClosedError
+
     # -- sync ------------------------------------------------------------
     def run(self, flow: Flow[T]) -> T:
+        self.refuse_closed()
         return _drive(flow, self._handle)
 
     def _handle(self, effect: Effect) -> Any:
@@ -162,12 +171,14 @@ class Runtime:
                             _log.warning("the owed graph work was not replayed: %s", exc)
 
     def close(self) -> None:
+        self.closed = True
         for part in (self.graph, self.store, self.history, self.embedder, self.llm):
             if part is not None:
                 part.close()
 
     # -- async -----------------------------------------------------------
     async def arun(self, flow: Flow[T]) -> T:
+        self.refuse_closed()
         result: Any = None
         error: BaseException | None = None
         while True:
@@ -246,6 +257,7 @@ class Runtime:
                         _log.warning("the owed graph work was not replayed: %s", exc)
 
     async def aclose(self) -> None:
+        self.closed = True
         if self.graph is not None:
             await self.graph.aclose()
         await self.store.aclose()
