@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import random
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -346,3 +347,19 @@ def test_closed_store_refuses_work(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(VectorStoreError, match="closed"):
         store.count()
+
+
+def test_a_store_built_while_another_connection_holds_the_write_lock_raises_vector_store_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It raised AttributeError ('_matrix') once the busy timeout ran out."""
+    path = str(tmp_path / "memkit.db")
+    SQLiteStore(path).close()  # the file exists, in WAL mode
+    monkeypatch.setattr("memkit.history.sqlite.BUSY_TIMEOUT_SECONDS", 0.01)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(VectorStoreError, match="locked"):
+            SQLiteStore(path)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()

@@ -128,8 +128,9 @@ class SQLiteStore(VectorStore):
             with self._db.write() as conn:
                 yield conn
         except BaseException as exc:
-            with self._db.lock:  # rolled back: a search inside may have taken its rows into RAM
-                self._matrix.forget()
+            if hasattr(self, "_matrix"):  # not yet when the constructor's own write failed
+                with self._db.lock:  # rolled back: a search inside may have taken its rows into RAM
+                    self._matrix.forget()
             if isinstance(exc, sqlite3.Error):
                 raise VectorStoreError(f"sqlite store {self.path}: {exc}") from exc
             raise
