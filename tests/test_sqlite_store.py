@@ -6,12 +6,14 @@ import dataclasses
 import multiprocessing
 import random
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from memkit import ConfigError, VectorStoreError
+from memkit import ConfigError, StoreError, VectorStoreError
 from memkit._filters import parse_filter
 from memkit._models import HistoryRecord
 from memkit._pipeline.runtime import apply_batch
@@ -349,17 +351,33 @@ def test_closed_store_refuses_work(tmp_path: Path) -> None:
         store.count()
 
 
+@contextmanager
+def _write_locked(path: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Another connection holds the file's write lock; memkit waits 10 ms for it."""
+    monkeypatch.setattr("memkit.history.sqlite.BUSY_TIMEOUT_SECONDS", 0.01)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
 def test_a_store_built_while_another_connection_holds_the_write_lock_raises_vector_store_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """It raised AttributeError ('_matrix') once the busy timeout ran out."""
     path = str(tmp_path / "memkit.db")
     SQLiteStore(path).close()  # the file exists, in WAL mode
-    monkeypatch.setattr("memkit.history.sqlite.BUSY_TIMEOUT_SECONDS", 0.01)
-    other = sqlite3.connect(path, isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")
-    try:
-        with pytest.raises(VectorStoreError, match="locked"):
-            SQLiteStore(path)
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
+    with _write_locked(path, monkeypatch), pytest.raises(VectorStoreError, match="locked"):
+        SQLiteStore(path)
+
+
+def test_a_history_opened_while_another_connection_holds_the_write_lock_raises_store_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It raised sqlite3.OperationalError, not a memkit error, and kept the file open."""
+    path = str(tmp_path / "history.db")
+    SQLiteHistory(path).close()  # the file exists, in WAL mode
+    with _write_locked(path, monkeypatch), pytest.raises(StoreError, match=r"history .*locked"):
+        SQLiteHistory(path)
+    SQLiteHistory(path).close()  # free again: it opens

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from typing import Any
 
-from memkit._errors import ConfigError
+from memkit._errors import ConfigError, StoreError
 from memkit._models import Change, HistoryRecord, SearchLogEntry
 from memkit._time import to_datetime, to_iso
 from memkit.history._feed import FEED_EVENTS, Beacon, ChangeSignal, bad_position, polling
@@ -229,7 +229,14 @@ class SQLiteHistory(HistoryStore):
     """The history log in one SQLite table, oldest first, insertion order breaking ties."""
 
     def __init__(self, db_path: str = "~/.memkit/history.db", *, table: str = "history") -> None:
-        self._init(SQLiteConnection(db_path), table, owns_connection=True)
+        db: SQLiteConnection | None = None
+        try:
+            db = SQLiteConnection(db_path)
+            self._init(db, table, owns_connection=True)
+        except sqlite3.Error as exc:  # the file locked past the busy timeout, unreadable, ...
+            if db is not None:
+                db.close()
+            raise StoreError(f"sqlite history {db_path}: {exc}") from exc
 
     @classmethod
     def on_connection(cls, db: SQLiteConnection, table: str) -> SQLiteHistory:
