@@ -199,8 +199,6 @@ def _update(memory_id: str, text: str | None, metadata: dict[str, object] | None
     if expires_at is not None:
         changes["expires_at"] = expires_at
     updated, past = revise(record, text, now, vectors[0], vectors[1], **changes)
-    # valid from now, but stamped after the last change even when the clock has not passed it
-    updated = replace(updated, updated_at=after(record.updated_at, now))
     history = [history_row(record, "UPDATE", record.memory, text, now)]
     yield from apply(WriteBatch(updates=[updated], versions=[past], history=history,
                                 dedup_scope=scope_key(record), requires=unchanged(record, now)))

@@ -105,11 +105,14 @@ def test_a_change_stamped_by_a_clock_that_has_not_moved_is_still_a_new_version(
         make_memory: MakeMemory) -> None:
     # another process's clock behind this one's, or a stopped clock: each change is still
     # stamped after the one before it, so the version read before it is refused
-    m = make_memory(clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    llm = ScriptedLLM([{"facts": ["Buy soy milk"]},
+                       {"memory": [{"event": "UPDATE", "id": "0", "text": "Buy soy milk"}]}])
+    m = make_memory(llm, clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
     read = m.get(m.add("Buy milk", user_id="u", infer=False, memory_type="task").results[0].id)
     changes = [lambda: m.update(read.id, metadata={"k": 1}),
                lambda: m.update_task(read.id, status="done"),
-               lambda: m.update(read.id, "Buy oat milk")]
+               lambda: m.update(read.id, "Buy oat milk"),
+               lambda: m.add("Make it soy milk", user_id="u")]  # the LLM's UPDATE
     seen = [read.updated_at]
     for change in changes:
         change()

@@ -20,6 +20,7 @@ from memkit._filters import Condition, Filter, Not, all_of
 from memkit._models import MemoryItem
 from memkit._pipeline.effects import Flow, Get, ListRecords, ask
 from memkit._pipeline.inputs import text_hash
+from memkit._time import after
 from memkit.stores.base import Record, Vector
 
 
@@ -58,11 +59,14 @@ def revise(current: Record, text: str, when: str, vector: Vector | None,
     """An UPDATE at ``when``: (the memory with the new text, the past version it keeps).
 
     The memory keeps its id; the past version gets a new id, the old text, the
-    old vector and the interval that ends at ``when``.
+    old vector and the interval that ends at ``when``. The memory is valid from ``when``
+    and stamped after its last change (:func:`~memkit._time.after`), even by a clock that
+    has not passed it.
     """
     past = replace(current, id=str(uuid.uuid4()), valid_from=current.valid_from or current.created_at,
                    valid_to=when, vector=old_vector)
-    updated = replace(current, memory=text, hash=text_hash(text), updated_at=when, valid_from=when,
+    updated = replace(current, memory=text, hash=text_hash(text),
+                      updated_at=after(current.updated_at, when), valid_from=when,
                       supersedes=past.id, vector=vector, **changes)  # type: ignore[arg-type]
     return updated, past
 
